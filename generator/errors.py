@@ -1,0 +1,91 @@
+"""The exceptions of a build, and the diagnostics they carry.
+
+Every mistake in authored content becomes a :class:`Diagnostic` that prints as
+``path:line:col: error: message`` — the form editors and terminals make clickable.
+Validation gathers all diagnostics of a run before it fails, so an author sees every
+slip at once, not one per build.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True, order=True)
+class Diagnostic:
+    """One error at one place in one file. ``line`` and ``column`` count from 1."""
+
+    path: str
+    line: int
+    column: int
+    message: str
+    # The offending source line, for the live-reload overlay; not part of the printed form.
+    source_line: str = field(default="", compare=False)
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.column}: error: {self.message}"
+
+
+class SiteError(Exception):
+    """Base of every error the generator reports to an author instead of a traceback."""
+
+
+class ContentError(SiteError):
+    """One or more mistakes in authored content, each with its file, line and column."""
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        assert diagnostics, "a ContentError needs at least one diagnostic"
+        self.diagnostics = sorted(set(diagnostics))
+        super().__init__("\n".join(str(d) for d in self.diagnostics))
+
+
+class BuildError(SiteError):
+    """A failure that is not tied to a line of content (output folder, theme, I/O)."""
+
+    def __init__(self, message: str, path: str | None = None):
+        self.path = path
+        super().__init__(f"{path}: error: {message}" if path else f"error: {message}")
+
+
+def display_path(path: Path | str, root: Path | None = None) -> str:
+    """A path as an author would type it: relative to ``root`` (default: the cwd) where possible."""
+    p = Path(path)
+    for base in (root, Path.cwd()):
+        if base is None:
+            continue
+        try:
+            return p.resolve().relative_to(base.resolve()).as_posix()
+        except ValueError:
+            continue
+    return p.as_posix()
+
+
+def did_you_mean(word: str, choices) -> str:
+    """`` (did you mean 'x'?)`` for the closest choice, or an empty string."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+class Diagnostics:
+    """Collects diagnostics during validation; :meth:`raise_if_any` turns them into one error."""
+
+    def __init__(self) -> None:
+        self.items: list[Diagnostic] = []
+
+    def add(self, diagnostic: Diagnostic) -> None:
+        self.items.append(diagnostic)
+
+    def error(self, path: str, line: int, column: int, message: str, source_line: str = "") -> None:
+        self.items.append(Diagnostic(path, line, column, message, source_line))
+
+    def extend(self, other: "Diagnostics | ContentError") -> None:
+        self.items.extend(other.items if isinstance(other, Diagnostics) else other.diagnostics)
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def raise_if_any(self) -> None:
+        if self.items:
+            raise ContentError(self.items)

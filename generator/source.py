@@ -1,0 +1,284 @@
+"""Reading authored files: text that must be UTF-8, and YAML that remembers where each value stood.
+
+YAML is composed with PyYAML's *safe* loader into nodes (never constructing objects), then
+walked into plain Python values while recording the line and column of every key and value.
+Validation asks a :class:`Reader` for typed values by path — ``("sentences", 2, "text")`` —
+and every complaint it makes carries the exact ``file:line:col`` of the offending text.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from generator.errors import ContentError, Diagnostic, Diagnostics, did_you_mean, display_path
+
+Where = tuple  # a path into a YAML document: keys (str) and indexes (int)
+
+
+def _diag(path: str, text: str, line: int, column: int, message: str) -> Diagnostic:
+    lines = text.splitlines()
+    source_line = lines[line - 1] if 0 < line <= len(lines) else ""
+    return Diagnostic(path, line, column, message, source_line)
+
+
+def read_text(path: Path, root: Path | None = None, *, allow_empty: bool = False) -> str:
+    """The UTF-8 text of ``path``; a :class:`ContentError` for a missing, unreadable,
+    non-UTF-8 or empty file, or a folder where a file should be."""
+    shown = display_path(path, root)
+    if not path.exists():
+        raise ContentError([Diagnostic(shown, 1, 1, "file not found")])
+    if path.is_dir():
+        raise ContentError([Diagnostic(shown, 1, 1, "expected a file but found a folder")])
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ContentError([Diagnostic(shown, 1, 1, f"cannot read file: {exc.strerror}")]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = raw[: exc.start]
+        line = before.count(b"\n") + 1
+        column = len(before) - (before.rfind(b"\n") + 1) + 1
+        raise ContentError(
+            [Diagnostic(shown, line, column, f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save it as UTF-8")]
+        ) from None
+    text = text.removeprefix("\ufeff")
+    if not allow_empty and not text.strip():
+        raise ContentError([Diagnostic(shown, 1, 1, "file is empty")])
+    return text
+
+
+@dataclass
+class YamlDoc:
+    """A parsed YAML file: plain data plus the position of every key and value."""
+
+    path: str  # as shown to the author
+    text: str
+    data: Any
+    value_marks: dict[Where, yaml.Mark] = field(default_factory=dict)
+    value_ends: dict[Where, yaml.Mark] = field(default_factory=dict)
+    key_marks: dict[Where, yaml.Mark] = field(default_factory=dict)
+    raw: dict[Where, str] = field(default_factory=dict)  # source text of plain scalars
+    styles: dict[Where, str | None] = field(default_factory=dict)
+
+    def position(self, where: Where, *, key: bool = False) -> tuple[int, int]:
+        """1-based (line, column) of the value (or its key) at ``where``; the nearest parent if absent."""
+        marks = self.key_marks if key else self.value_marks
+        probe = tuple(where)
+        while probe:
+            if probe in marks:
+                m = marks[probe]
+                return m.line + 1, m.column + 1
+            if not key and probe in self.key_marks:
+                m = self.key_marks[probe]
+                return m.line + 1, m.column + 1
+            probe = probe[:-1]
+        m = self.value_marks.get((), None)
+        return (m.line + 1, m.column + 1) if m else (1, 1)
+
+    def locate(self, where: Where, needle: str, occurrence: int = 1) -> tuple[int, int]:
+        """Position of the ``occurrence``-th ``needle`` inside the source text of the value at ``where``."""
+        start, end = self.value_marks.get(tuple(where)), self.value_ends.get(tuple(where))
+        if start is None or end is None:
+            return self.position(where)
+        chunk = self.text[start.index : end.index]
+        at = -1
+        for _ in range(occurrence):
+            at = chunk.find(needle, at + 1)
+            if at < 0:
+                return self.position(where)
+        index = start.index + at
+        line = self.text.count("\n", 0, index) + 1
+        column = index - (self.text.rfind("\n", 0, index) + 1) + 1
+        return line, column
+
+    def diagnostic(self, where: Where, message: str, *, key: bool = False) -> Diagnostic:
+        line, column = self.position(where, key=key)
+        return _diag(self.path, self.text, line, column, message)
+
+    def diagnostic_at(self, line: int, column: int, message: str) -> Diagnostic:
+        return _diag(self.path, self.text, line, column, message)
+
+
+_constructor = yaml.constructor.SafeConstructor()
+
+
+def _walk(doc: YamlDoc, node: yaml.Node, where: Where, diags: Diagnostics) -> Any:
+    doc.value_marks[where] = node.start_mark
+    doc.value_ends[where] = node.end_mark
+    if isinstance(node, yaml.ScalarNode):
+        doc.styles[where] = node.style
+        doc.raw[where] = node.value
+        value = _constructor.construct_object(node, deep=True)
+        if isinstance(value, float) and not math.isfinite(value):
+            value = node.value  # '.nan'/'.inf' are text to us, never numbers
+        return value
+    if isinstance(node, yaml.SequenceNode):
+        return [_walk(doc, item, where + (i,), diags) for i, item in enumerate(node.value)]
+    if isinstance(node, yaml.MappingNode):
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                diags.add(doc.diagnostic_at(key_node.start_mark.line + 1, key_node.start_mark.column + 1,
+                                            "a key must be plain text"))
+                continue
+            key = key_node.value
+            if key in out:
+                diags.add(doc.diagnostic_at(key_node.start_mark.line + 1, key_node.start_mark.column + 1,
+                                            f"duplicate key {key!r}"))
+                continue
+            doc.key_marks[where + (key,)] = key_node.start_mark
+            out[key] = _walk(doc, value_node, where + (key,), diags)
+        return out
+    raise AssertionError(f"unknown YAML node {node!r}")
+
+
+def load_yaml(path: Path, root: Path | None = None) -> YamlDoc:
+    """Parse ``path`` safely. Raises :class:`ContentError` with the position of any syntax error."""
+    text = read_text(path, root)
+    shown = display_path(path, root)
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise ContentError([_diag(shown, text, line, column, f"invalid YAML: {problem}")]) from None
+    except yaml.YAMLError as exc:  # e.g. a control character the reader refuses
+        raise ContentError([_diag(shown, text, 1, 1, f"invalid YAML: {exc}")]) from None
+    doc = YamlDoc(shown, text, None)
+    if node is None:
+        raise ContentError([_diag(shown, text, 1, 1, "file has no YAML content")])
+    diags = Diagnostics()
+    doc.data = _walk(doc, node, (), diags)
+    diags.raise_if_any()
+    return doc
+
+
+_TYPE_NAMES = {dict: "a mapping", list: "a list", str: "text", int: "a whole number", bool: "true or false"}
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+class Reader:
+    """Typed, positioned access to a :class:`YamlDoc`. Each getter records a diagnostic and
+    returns ``None`` on a mistake, so validation goes on and reports every error of a run."""
+
+    def __init__(self, doc: YamlDoc, diags: Diagnostics):
+        self.doc = doc
+        self.diags = diags
+
+    def value(self, where: Where) -> Any:
+        node: Any = self.doc.data
+        for part in where:
+            try:
+                node = node[part]
+            except (KeyError, IndexError, TypeError):
+                return None
+        return node
+
+    def error(self, where: Where, message: str, *, key: bool = False) -> None:
+        self.diags.add(self.doc.diagnostic(where, message, key=key))
+
+    def error_at(self, line: int, column: int, message: str) -> None:
+        self.diags.add(self.doc.diagnostic_at(line, column, message))
+
+    def mapping(self, where: Where, required: tuple[str, ...] = (), optional: tuple[str, ...] = ()) -> dict | None:
+        """The mapping at ``where``; unknown keys and missing required keys are errors."""
+        value = self.value(where)
+        label = _label(where)
+        if not isinstance(value, dict):
+            self.error(where, f"{label} must be a mapping of keys to values, not {_kind(value)}")
+            return None
+        allowed = set(required) | set(optional)
+        for key in value:
+            if key not in allowed:
+                hint = did_you_mean(key, allowed) or f" (allowed: {', '.join(sorted(allowed))})"
+                self.error(where + (key,), f"unknown key {key!r}{hint}", key=True)
+        for key in required:
+            if key not in value:
+                self.error(where, f"missing required key {key!r} in {label}")
+        return value
+
+    def string(self, where: Where, *, required: bool = True, multiline: bool = True) -> str | None:
+        """Text at ``where``. Plain scalars are taken as written, so ``yes`` or ``07`` stay text."""
+        value = self.value(where)
+        if value is None and (where in self.doc.raw and self.doc.raw[where].strip() not in ("", "~", "null", "Null", "NULL")):
+            value = self.doc.raw[where]
+        if value is None:
+            if required:
+                if where in self.doc.value_marks:
+                    self.error(where, f"{_label(where)} must not be empty")
+            return None
+        if isinstance(value, (dict, list)):
+            self.error(where, f"{_label(where)} must be text, not {_kind(value)}")
+            return None
+        text = self.doc.raw.get(where, str(value)) if not isinstance(value, str) else value
+        if not text.strip():
+            self.error(where, f"{_label(where)} must not be empty")
+            return None
+        if not multiline and "\n" in text.strip():
+            self.error(where, f"{_label(where)} must be a single line")
+            return None
+        return text.strip() if not multiline else text
+
+    def integer(self, where: Where, *, required: bool = True, minimum: int | None = None) -> int | None:
+        value = self.value(where)
+        if value is None:
+            return None
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.error(where, f"{_label(where)} must be a whole number, not {_kind(value)}")
+            return None
+        if minimum is not None and value < minimum:
+            self.error(where, f"{_label(where)} must be at least {minimum}")
+            return None
+        return value
+
+    def boolean(self, where: Where) -> bool | None:
+        value = self.value(where)
+        if value is None:
+            return None
+        if not isinstance(value, bool):
+            self.error(where, f"{_label(where)} must be true or false, not {_kind(value)}")
+            return None
+        return value
+
+    def sequence(self, where: Where, *, nonempty: bool = True) -> list | None:
+        value = self.value(where)
+        if value is None and where not in self.doc.value_marks:
+            return None
+        if not isinstance(value, list):
+            self.error(where, f"{_label(where)} must be a list, not {_kind(value)}")
+            return None
+        if nonempty and not value:
+            self.error(where, f"{_label(where)} must not be an empty list")
+            return None
+        return value
+
+
+def _label(where: Where) -> str:
+    for part in reversed(where):
+        if isinstance(part, str):
+            return f"'{part}'"
+    return "the document" if not where else "this item"
