@@ -11,20 +11,29 @@ import numpy as np
 
 
 def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:  # [...] -> [...]
-    """Max-subtracted softmax along ``axis``.
+    """Max-subtracted softmax along ``axis``; returns a new array, ``x`` is not modified.
 
-    Entries at -inf get exactly 0. Finite inputs never give NaN or inf, however large
-    (±1e30 included). A slice that is entirely -inf has no finite entry to normalise
-    over; it gives all zeros rather than NaN, meaning "attends to nothing".
+    Floating inputs keep their dtype; other inputs are computed in float64. Entries at
+    -inf get exactly 0. Finite inputs never give NaN or inf, however large (±1e30
+    included). A slice that is entirely -inf has no finite entry to normalise over; it
+    gives all zeros rather than NaN, meaning "attends to nothing".
     """
     x = np.asarray(x)
     if not np.issubdtype(x.dtype, np.floating):
         x = x.astype(np.float64)
+    return _softmax_into(x, np.empty_like(x), axis)
+
+
+def _softmax_into(x: np.ndarray, out: np.ndarray, axis: int) -> np.ndarray:  # [...], [...] -> out
+    """:func:`softmax` written into ``out``, which may be ``x`` itself (no temporaries of x's size)."""
     peak = np.max(x, axis=axis, keepdims=True)
-    peak = np.where(np.isfinite(peak), peak, 0)  # all -inf slice: avoid -inf - -inf
-    e = np.exp(x - peak)
-    total = np.sum(e, axis=axis, keepdims=True)
-    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    np.copyto(peak, 0, where=~np.isfinite(peak))  # all -inf slice: avoid -inf - -inf
+    with np.errstate(over="ignore"):  # x - peak below the float range is -inf, whose exp is 0
+        np.subtract(x, peak, out=out)
+    np.exp(out, out=out)
+    total = np.sum(out, axis=axis, keepdims=True)  # >= 1 unless the slice was all -inf
+    inverse = np.reciprocal(total, out=np.zeros_like(total), where=total > 0)
+    return np.multiply(out, inverse, out=out)
 
 
 def causal_mask(n: int) -> np.ndarray:  # -> [n, n] bool
@@ -44,14 +53,30 @@ def scaled_dot_product_attention(
 
     A query row whose keys are all masked gets zero weights and a zero output.
     """
+    q, k = np.asarray(q), np.asarray(k)
+    dtype = np.result_type(q, k)  # the dtype of the scores and the weights
+    if not np.issubdtype(dtype, np.floating):
+        dtype = np.dtype(np.float64)
     if scale is None:
         scale = 1.0 / np.sqrt(q.shape[-1])
-    scores = np.matmul(q, np.swapaxes(k, -1, -2)) * np.asarray(scale, dtype=q.dtype)
+    # Scaling q ([n_q, d_k]) costs less than scaling the scores ([n_q, n_k]) and equals
+    # it up to rounding. The scores array is ours from here on, so bias, mask and
+    # softmax all work on it in place: one [..., n_q, n_k] array in all, the weights.
+    q = q.astype(dtype, copy=False) * np.asarray(scale, dtype=dtype)
+    scores = np.matmul(q, np.swapaxes(k.astype(dtype, copy=False), -1, -2))
     if bias is not None:
-        scores = scores + np.asarray(bias, dtype=scores.dtype)
+        bias = np.asarray(bias, dtype=dtype)
+        if np.broadcast_shapes(scores.shape, bias.shape) == scores.shape:
+            scores += bias
+        else:  # bias has more leading axes than q and k
+            scores = scores + bias
     if mask is not None:
-        scores = np.where(mask, scores, np.asarray(-np.inf, dtype=scores.dtype))
-    weights = softmax(scores, axis=-1)
+        mask = np.asarray(mask, dtype=bool)
+        if np.broadcast_shapes(scores.shape, mask.shape) == scores.shape:
+            np.copyto(scores, -np.inf, where=~mask)
+        else:  # mask has more leading axes than q and k
+            scores = np.where(mask, scores, np.asarray(-np.inf, dtype=dtype))
+    weights = _softmax_into(scores, scores, axis=-1)
     return np.matmul(weights, v), weights
 
 
