@@ -1,0 +1,239 @@
+"""The build pipeline: load → validate → compute → render → check links → write.
+
+Everything is gathered in memory first; the site is then written into a temporary folder
+beside the output and swapped in only when every step succeeded. A failed build leaves the
+previous site byte-for-byte as it was, and the build never writes into ``content/`` or
+``theme/``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Callable
+from urllib.parse import unquote, urlsplit
+
+from generator.attention.widget import check_claims, compute_widget, top_keys
+from generator.content import load_content
+from generator.errors import BuildError, ContentError, Diagnostic, display_path
+from generator.model import Content
+from generator.render import Renderer, Theme
+
+log = logging.getLogger(__name__)
+
+MARKER = ".labs-build"  # marks a folder as ours, so a rebuild may replace it
+
+
+def source_date() -> str:
+    """ISO date from SOURCE_DATE_EPOCH for reproducible builds, or "" (no timestamps at all)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if not epoch.isdigit():
+        return ""
+    return datetime.fromtimestamp(int(epoch), tz=timezone.utc).strftime("%Y-%m-%d")
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    files: dict[str, bytes]
+    content: Content
+    pages: int
+    seconds: float
+    output: Path | None
+
+
+def compute(content: Content) -> dict[str, dict]:
+    """Run the attention core for every lab; check declared relations and quiz answer keys
+    against the computed weights. Returns each lab's spotlight payload by slug."""
+    payloads: dict[str, dict] = {}
+    problems: list[Diagnostic] = []
+    for lab in content.labs:
+        payload = compute_widget(lab.widget)
+        problems.extend(check_claims(lab.widget, payload))
+        problems.extend(_check_word_questions(lab, payload))
+        payloads[lab.slug] = payload
+    if problems:
+        raise ContentError(problems)
+    return payloads
+
+
+def _check_word_questions(lab, payload) -> list[Diagnostic]:
+    problems = []
+    for q in lab.quiz.questions:
+        if q.kind != "word":
+            continue
+        top = top_keys(payload, q.sentence_id, q.head_id, q.query_index, k=1)[0]
+        answer = next(i for i, o in enumerate(q.options) if o.correct)
+        if top != answer:
+            sentence = next(s for s in payload["sentences"] if s["id"] == q.sentence_id)
+            row = sentence["heads"][q.head_id]["pct"][q.query_index]
+            word = sentence["queries"][q.query_index]
+            path, line, column = q.answer_at
+            problems.append(Diagnostic(
+                path, line, column,
+                f"answer key {q.options[answer].text!r} is wrong: in head {q.head_id!r}, {word!r} attends most to "
+                f"{sentence['keys'][top]!r} ({row[top]}%), not {q.options[answer].text!r} ({row[answer]}%)"))
+    return problems
+
+
+class _Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if name == "id" and value:
+                self.ids.add(value)
+            elif name == "href" and value and tag == "a":
+                self.hrefs.append(value)
+
+
+def check_links(files: dict[str, bytes], content: Content) -> None:
+    """Every relative link of every page must reach a built file, and every ``#anchor`` an id on it."""
+    parsed: dict[str, _Anchors] = {}
+    for path, data in files.items():
+        if path.endswith(".html"):
+            p = _Anchors()
+            p.feed(data.decode("utf-8"))
+            parsed[path] = p
+    problems = []
+    for path, page in sorted(parsed.items()):
+        if path == "404.html":
+            continue
+        base = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
+        for href in page.hrefs:
+            parts = urlsplit(href)
+            if parts.scheme or parts.netloc or href.startswith("mailto:"):
+                continue
+            target = _normalise(base + unquote(parts.path)) if parts.path else path
+            if target.endswith("/") or target == "":
+                target += "index.html"
+            if target not in files:
+                problems.append(_link_problem(content, path, href, "link to a page that does not exist"))
+            elif parts.fragment and target in parsed and parts.fragment not in parsed[target].ids:
+                problems.append(_link_problem(content, path, href, f"link to missing anchor #{parts.fragment}"))
+    if problems:
+        raise ContentError(problems)
+
+
+def _normalise(path: str) -> str:
+    out: list[str] = []
+    for part in path.split("/"):
+        if part == "..":
+            if out:
+                out.pop()
+        elif part not in (".",):
+            out.append(part)
+    return "/".join(out)
+
+
+def _link_problem(content: Content, page: str, href: str, message: str) -> Diagnostic:
+    """Point at the Markdown or YAML line that wrote the link when we can find it."""
+    slug = page.split("/")[1] if page.startswith("labs/") else None
+    anchor = href.partition("#")[2]
+    if slug:
+        folder = content.root / "labs" / slug
+        for f in sorted(folder.glob("*.md")) + sorted(folder.glob("*.yaml")):
+            text = f.read_text(encoding="utf-8")
+            for i, line in enumerate(text.splitlines()):
+                col = line.find(f"#{anchor}") if anchor else -1
+                if col >= 0:
+                    start = line.rfind("(", 0, col)
+                    return Diagnostic(display_path(f), i + 1, (start if start >= 0 else col) + 2, f"{message}: {href}", line)
+    return Diagnostic(f"theme/templates (page {page})", 1, 1, f"{message}: {href}")
+
+
+def build_files(content_dir: Path, theme_dir: Path, base_url: str | None = None,
+                report: Callable[[str], None] = lambda _: None) -> tuple[dict[str, bytes], Content]:
+    """Everything a build writes, in memory. Raises ContentError/BuildError on any problem."""
+    started = time.perf_counter()
+    content = load_content(content_dir)
+    report(f"loaded {len(content.labs)} lab{'s' * (len(content.labs) != 1)} from {display_path(content_dir)}/ "
+           f"({time.perf_counter() - started:.2f} s)")
+    t = time.perf_counter()
+    payloads = compute(content)
+    report(f"computed attention for {sum(len(p['sentences']) for p in payloads.values())} sentences "
+           f"({time.perf_counter() - t:.2f} s)")
+    t = time.perf_counter()
+    renderer = Renderer(content, Theme(theme_dir), payloads, base_url)
+    files = renderer.render_all()
+    check_links(files, content)
+    files[MARKER] = b"Built by Attention Labs (labs build). This folder is replaced by every build.\n"
+    report(f"rendered {sum(p.endswith('.html') for p in files)} pages ({time.perf_counter() - t:.2f} s)")
+    return files, content
+
+
+def _guard_output(output: Path, content_dir: Path, theme_dir: Path) -> None:
+    out = output.resolve()
+    for name, folder in (("content", content_dir), ("theme", theme_dir)):
+        f = folder.resolve()
+        if out == f or out.is_relative_to(f) or f.is_relative_to(out):
+            raise BuildError(f"the output folder must not contain or be inside the {name} folder "
+                             f"{display_path(folder)}/", display_path(output))
+    if out.exists() and not out.is_dir():
+        raise BuildError("output exists and is not a folder", display_path(output))
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists():
+        raise BuildError(f"refusing to replace a folder that was not built by labs (no {MARKER} in it); "
+                         "empty it or choose another --output", display_path(output))
+
+
+def write_site(files: dict[str, bytes], output: Path) -> None:
+    """Write ``files`` into a temporary folder beside ``output``, then swap it in."""
+    output = Path(output)
+    parent = output.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}-new-", dir=parent))
+    try:
+        for rel, data in sorted(files.items()):
+            target = tmp / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        os.chmod(tmp, 0o755)
+        old = None
+        if output.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{output.name}-old-", dir=parent))
+            os.rmdir(old)
+            os.replace(output, old)
+        try:
+            os.replace(tmp, output)
+        except OSError:
+            if old is not None:
+                os.replace(old, output)  # put the previous site back
+            raise
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise BuildError(f"cannot write the site: {exc.strerror or exc}", display_path(output)) from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def build(content_dir: Path, theme_dir: Path, output: Path, base_url: str | None = None,
+          report: Callable[[str], None] = lambda _: None) -> BuildResult:
+    """Build the site from ``content_dir`` with ``theme_dir`` into ``output``, atomically."""
+    started = time.perf_counter()
+    content_dir, theme_dir, output = Path(content_dir), Path(theme_dir), Path(output)
+    if not theme_dir.is_dir():
+        raise BuildError("theme folder not found", display_path(theme_dir))
+    _guard_output(output, content_dir, theme_dir)
+    files, content = build_files(content_dir, theme_dir, base_url, report)
+    write_site(files, output)
+    pages = sum(p.endswith(".html") for p in files)
+    return BuildResult(files, content, pages, time.perf_counter() - started, output)
+
+
+def check(content_dir: Path, theme_dir: Path, report: Callable[[str], None] = lambda _: None) -> BuildResult:
+    """Everything a build does except writing: validation, computation, claims, links."""
+    started = time.perf_counter()
+    files, content = build_files(Path(content_dir), Path(theme_dir), None, report)
+    return BuildResult(files, content, sum(p.endswith(".html") for p in files), time.perf_counter() - started, None)

@@ -1,0 +1,465 @@
+"""Load stage: ``content/`` (YAML + Markdown) → the frozen objects of :mod:`generator.model`.
+
+Layout::
+
+    content/site.yaml                 title, description, base_url, language, topics, labs (order)
+    content/labs/<slug>/lab.yaml      number, title, subtitle, tagline, topic, summary, legend,
+                                      gist, sections, cards, widget
+    content/labs/<slug>/*.md          prose named by lab.yaml (gist, under the hood, …)
+    content/labs/<slug>/faq.yaml      a list of {question, answer}
+    content/labs/<slug>/quiz.yaml     {questions: [...]} — single, multiple and word questions
+
+Every problem found is recorded with its ``file:line:col``; :func:`load_content` raises one
+:class:`ContentError` listing all of them, so an author fixes a whole batch per build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from generator.attention.widget import WidgetSpec, read_widget
+from generator.errors import ContentError, Diagnostic, Diagnostics, did_you_mean, display_path
+from generator.markdown_render import RenderedMarkdown, render_markdown
+from generator.model import Card, Content, FaqItem, Lab, LegendItem, Option, Question, Quiz, Section, Site, Topic
+from generator.source import Reader, YamlDoc, load_yaml, read_text
+
+SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+LAB_FILES = ("lab.yaml", "faq.yaml", "quiz.yaml")
+QUESTION_KINDS = ("single", "multiple", "word")
+
+
+def slugify(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "item"
+
+
+class _Loader:
+    def __init__(self, root: Path):
+        self.root = root
+        self.diags = Diagnostics()
+
+    # -- files ------------------------------------------------------------------------
+    def yaml(self, path: Path) -> YamlDoc | None:
+        try:
+            return load_yaml(path, self.root.parent)
+        except ContentError as exc:
+            self.diags.extend(exc)
+            return None
+
+    def contained(self, reader: Reader, where: tuple, folder: Path, name: str) -> Path | None:
+        """``folder/name`` if it stays inside ``folder`` once resolved (no ``..`` or symlink escapes)."""
+        target = (folder / name).resolve()
+        if not target.is_relative_to(folder.resolve()):
+            reader.error(where, f"path {name!r} points outside {display_path(folder, self.root.parent)}/")
+            return None
+        return target
+
+    def markdown(self, reader: Reader, where: tuple, folder: Path, links) -> tuple[RenderedMarkdown, str] | None:
+        """Render the Markdown file named at ``where``; returns it with its author-facing path."""
+        name = reader.string(where, multiline=False)
+        if name is None:
+            return None
+        path = self.contained(reader, where, folder, name)
+        if path is None:
+            return None
+        if not path.exists():
+            reader.error(where, f"Markdown file {name!r} not found in {display_path(folder, self.root.parent)}/")
+            return None
+        try:
+            text = read_text(path, self.root.parent)
+        except ContentError as exc:
+            self.diags.extend(exc)
+            return None
+        shown = display_path(path, self.root.parent)
+        rendered = render_markdown(text, links.resolve)
+        self.check_markdown(rendered, shown, text, links)
+        return rendered, shown
+
+    def inline_markdown(self, reader: Reader, where: tuple, links, *, required: bool = True) -> RenderedMarkdown | None:
+        """Render the Markdown text written in a YAML value (FAQ answers, quiz feedback)."""
+        text = reader.string(where, required=required)
+        if text is None:
+            return None
+        rendered = render_markdown(text, links.resolve)
+        doc = reader.doc
+        for problem in rendered.math_problems:
+            line, col = doc.locate(where, problem.tex.strip())
+            self.diags.add(doc.diagnostic_at(line, col, problem.message))
+        for href in rendered.links:
+            message = links.problem(href)
+            if message:
+                line, col = doc.locate(where, href)
+                self.diags.add(doc.diagnostic_at(line, col, message))
+        return rendered
+
+    def check_markdown(self, rendered: RenderedMarkdown, shown: str, text: str, links) -> None:
+        def at(needle: str) -> tuple[int, int]:
+            index = max(text.find(needle), 0)
+            return text.count("\n", 0, index) + 1, index - (text.rfind("\n", 0, index) + 1) + 1
+
+        lines = text.splitlines()
+        for problem in rendered.math_problems:
+            line, col = at(problem.tex.strip())
+            self.diags.add(Diagnostic(shown, line, col, problem.message, lines[line - 1] if lines else ""))
+        for href in rendered.links:
+            message = links.problem(href)
+            if message:
+                line, col = at(href)
+                self.diags.add(Diagnostic(shown, line, col, message, lines[line - 1] if lines else ""))
+
+    # -- site -------------------------------------------------------------------------
+    def site(self) -> tuple[Site | None, YamlDoc | None]:
+        doc = self.yaml(self.root / "site.yaml")
+        if doc is None:
+            return None, None
+        r = Reader(doc, self.diags)
+        if r.mapping((), required=("title", "description", "topics"), optional=("base_url", "language", "labs")) is None:
+            return None, doc
+        topics: list[Topic] = []
+        seen: set[str] = set()
+        for i, _ in enumerate(r.sequence(("topics",)) or []):
+            if r.mapping(("topics", i), required=("slug", "title", "blurb")) is None:
+                continue
+            slug = r.string(("topics", i, "slug"), multiline=False)
+            title = r.string(("topics", i, "title"), multiline=False)
+            blurb = r.string(("topics", i, "blurb"))
+            if slug and not SLUG_RE.match(slug):
+                r.error(("topics", i, "slug"), f"topic slug {slug!r} must be lower-case letters, digits and dashes")
+            elif slug in seen:
+                r.error(("topics", i, "slug"), f"duplicate topic slug {slug!r}")
+            elif slug and title and blurb:
+                seen.add(slug)
+                topics.append(Topic(slug, title, blurb.strip()))
+        base_url = r.string(("base_url",), required=False, multiline=False) or ""
+        if base_url and not re.match(r"^https?://[^\s/]+(/\S*)?$", base_url):
+            r.error(("base_url",), f"base_url {base_url!r} must be an absolute http(s) URL such as https://example.org/labs/")
+            base_url = ""
+        if base_url and not base_url.endswith("/"):
+            base_url += "/"
+        order = []
+        for i, _ in enumerate(r.sequence(("labs",), nonempty=False) or []):
+            slug = r.string(("labs", i), multiline=False)
+            if slug in order:
+                r.error(("labs", i), f"lab {slug!r} is listed twice")
+            elif slug:
+                order.append(slug)
+        site = Site(
+            title=r.string(("title",), multiline=False) or "",
+            description=(r.string(("description",)) or "").strip(),
+            base_url=base_url,
+            language=r.string(("language",), required=False, multiline=False) or "en",
+            topics=tuple(topics),
+            lab_order=tuple(order),
+        )
+        return site, doc
+
+    # -- labs -------------------------------------------------------------------------
+    def lab(self, slug: str, folder: Path, site: Site, links) -> Lab | None:
+        before = len(self.diags.items)
+        for name in LAB_FILES:
+            path = folder / name
+            if not path.exists():
+                self.diags.add(Diagnostic(display_path(path, self.root.parent), 1, 1,
+                                          f"lab {slug!r} needs a {name} (run `labs new {slug}` to see a complete lab)"))
+        doc = self.yaml(folder / "lab.yaml") if (folder / "lab.yaml").exists() else None
+        if doc is None:
+            return None
+        r = Reader(doc, self.diags)
+        if r.mapping((), required=("number", "title", "tagline", "topic", "summary", "gist", "widget"),
+                     optional=("subtitle", "legend", "sections", "cards")) is None:
+            return None
+        number = r.integer(("number",), minimum=0)
+        topic = r.string(("topic",), multiline=False)
+        topic_slugs = [t.slug for t in site.topics]
+        if topic and topic not in topic_slugs:
+            r.error(("topic",), f"unknown topic {topic!r}{did_you_mean(topic, topic_slugs)}; topics are declared in content/site.yaml")
+        legend = []
+        for i, _ in enumerate(r.sequence(("legend",)) or []):
+            if r.mapping(("legend", i), required=("term", "meaning")) is not None:
+                term, meaning = r.string(("legend", i, "term"), multiline=False), r.string(("legend", i, "meaning"), multiline=False)
+                if term and meaning:
+                    legend.append(LegendItem(term, meaning))
+        gist = self.section(r, ("gist",), folder, links, default_id="gist")
+        sections = []
+        for i, _ in enumerate(r.sequence(("sections",), nonempty=False) or []):
+            section = self.section(r, ("sections", i), folder, links)
+            if section:
+                sections.append(section)
+        ids = [s.id for s in sections] + (["gist"] if gist else [])
+        for i, s in enumerate(sections):
+            if ids.count(s.id) > 1:
+                r.error(("sections", i), f"duplicate section id {s.id!r}")
+        cards = []
+        for i, _ in enumerate(r.sequence(("cards",), nonempty=False) or []):
+            if r.mapping(("cards", i), required=("title", "body"), optional=("icon",)) is None:
+                continue
+            title = r.string(("cards", i, "title"), multiline=False)
+            icon = r.string(("cards", i, "icon"), required=False, multiline=False) or ""
+            body = self.inline_markdown(r, ("cards", i, "body"), links)
+            if title and body:
+                cards.append(Card(title, icon, body.html))
+        widget = read_widget(r, ("widget",))
+        faq = self.faq(folder / "faq.yaml", links)
+        quiz = self.quiz(folder / "quiz.yaml", slug, widget, links)
+        if len(self.diags.items) > before or None in (number, topic, gist, widget, faq, quiz):
+            return None
+        return Lab(
+            slug=slug,
+            number=number,
+            title=r.string(("title",), multiline=False),
+            subtitle=r.string(("subtitle",), required=False, multiline=False) or "",
+            tagline=r.string(("tagline",)).strip(),
+            topic=topic,
+            summary=r.string(("summary",)).strip(),
+            legend=tuple(legend),
+            gist=gist,
+            sections=tuple(sections),
+            cards=tuple(cards),
+            faq=faq,
+            quiz=quiz,
+            widget=widget,
+            source_dir=folder,
+        )
+
+    def section(self, r: Reader, where: tuple, folder: Path, links, default_id: str = "") -> Section | None:
+        if r.mapping(where, required=("file", "kicker") + (() if default_id else ("title",)),
+                     optional=("id",) + (("title",) if default_id else ())) is None:
+            return None
+        kicker = r.string(where + ("kicker",), multiline=False)
+        title = r.string(where + ("title",), required=not default_id, multiline=False) or ""
+        section_id = r.string(where + ("id",), required=False, multiline=False) or default_id or slugify(title)
+        if not SLUG_RE.match(section_id):
+            r.error(where + ("id",), f"section id {section_id!r} must be lower-case letters, digits and dashes")
+        rendered = self.markdown(r, where + ("file",), folder, links)
+        if rendered is None or kicker is None:
+            return None
+        return Section(section_id, kicker, title, rendered[0].html, rendered[1])
+
+    def faq(self, path: Path, links) -> tuple[FaqItem, ...] | None:
+        if not path.exists():
+            return None
+        doc = self.yaml(path)
+        if doc is None:
+            return None
+        r = Reader(doc, self.diags)
+        items, ids = [], set()
+        for i, _ in enumerate(r.sequence(()) or []):
+            if r.mapping((i,), required=("question", "answer"), optional=("id",)) is None:
+                continue
+            question = r.string((i, "question"), multiline=False)
+            answer = self.inline_markdown(r, (i, "answer"), links)
+            item_id = r.string((i, "id"), required=False, multiline=False) or (f"faq-{slugify(question)}" if question else "")
+            if item_id in ids:
+                r.error((i, "question"), f"duplicate FAQ id {item_id!r}; give one of them an 'id'")
+            if question and answer:
+                ids.add(item_id)
+                items.append(FaqItem(item_id, question, answer.html, answer.text))
+        return tuple(items)
+
+    def quiz(self, path: Path, slug: str, widget: WidgetSpec | None, links) -> Quiz | None:
+        if not path.exists():
+            return None
+        doc = self.yaml(path)
+        if doc is None:
+            return None
+        r = Reader(doc, self.diags)
+        if r.mapping((), required=("questions",)) is None:
+            return None
+        questions, ids = [], set()
+        for i, _ in enumerate(r.sequence(("questions",)) or []):
+            q = self.question(r, ("questions", i), i, widget, links)
+            if q is None:
+                continue
+            if q.id in ids:
+                r.error(("questions", i, "id"), f"duplicate question id {q.id!r}")
+                continue
+            ids.add(q.id)
+            questions.append(q)
+        digest = hashlib.sha256(doc.text.encode()).hexdigest()[:10]
+        return Quiz(tuple(questions), f"attention-labs:quiz:{slug}:{digest}")
+
+    def question(self, r: Reader, where: tuple, index: int, widget: WidgetSpec | None, links) -> Question | None:
+        value = r.value(where)
+        kind = value.get("type") if isinstance(value, dict) else None
+        common = ("type", "prompt")
+        if kind == "word":
+            m = r.mapping(where, required=common + ("sentence", "query", "answer"), optional=("id", "head", "explanation"))
+        else:
+            m = r.mapping(where, required=common + ("options",), optional=("id", "explanation"))
+        if m is None:
+            return None
+        kind = r.string(where + ("type",), multiline=False)
+        if kind not in QUESTION_KINDS:
+            if kind is not None:
+                r.error(where + ("type",), f"unknown question type {kind!r}{did_you_mean(kind, QUESTION_KINDS)}; "
+                        f"use one of: {', '.join(QUESTION_KINDS)}")
+            return None
+        qid = r.string(where + ("id",), required=False, multiline=False) or f"q{index + 1}"
+        if not SLUG_RE.match(qid):
+            r.error(where + ("id",), f"question id {qid!r} must be lower-case letters, digits and dashes")
+        prompt = self.inline_markdown(r, where + ("prompt",), links)
+        explanation = self.inline_markdown(r, where + ("explanation",), links, required=False)
+        if prompt is None:
+            return None
+        explanation_html = explanation.html if explanation else ""
+        if kind == "word":
+            return self.word_question(r, where, qid, prompt, explanation_html, widget)
+        options = []
+        for j, _ in enumerate(r.sequence(where + ("options",)) or []):
+            ow = where + ("options", j)
+            if r.mapping(ow, required=("text", "why"), optional=("correct",)) is None:
+                continue
+            text = self.inline_markdown(r, ow + ("text",), links)
+            why = self.inline_markdown(r, ow + ("why",), links)
+            correct = r.boolean(ow + ("correct",)) or False
+            if text and why:
+                options.append(Option(f"{qid}-{chr(97 + j) if j < 26 else j}", _unwrap_p(text.html), text.text, correct, why.html))
+        n_correct = sum(o.correct for o in options)
+        if options and len(options) < 2:
+            r.error(where + ("options",), "a question needs at least two options")
+        if options and n_correct == 0:
+            r.error(where + ("options",), "no option is marked 'correct: true'")
+        if kind == "single" and n_correct > 1:
+            r.error(where + ("options",), f"a single-choice question has exactly one correct option, found {n_correct}; "
+                    "use type: multiple for several")
+        texts = [o.text for o in options]
+        for j, o in enumerate(options):
+            if texts.count(o.text) > 1 and texts.index(o.text) != j:
+                r.error(where + ("options", j, "text"), f"duplicate option {o.text!r}")
+        return Question(qid, kind, prompt.html, prompt.text, tuple(options), explanation_html)
+
+    def word_question(self, r: Reader, where: tuple, qid: str, prompt: RenderedMarkdown, explanation_html: str,
+                      widget: WidgetSpec | None) -> Question | None:
+        if widget is None:
+            return None
+        sentence_id = r.string(where + ("sentence",), multiline=False)
+        sentence = widget.sentence(sentence_id) if sentence_id else None
+        if sentence_id and sentence is None:
+            ids = [s.id for s in widget.sentences]
+            r.error(where + ("sentence",), f"unknown sentence {sentence_id!r}{did_you_mean(sentence_id, ids)}; "
+                    f"sentences are declared under 'widget' in lab.yaml")
+            return None
+        head = r.string(where + ("head",), required=False, multiline=False) or widget.default_head
+        if head not in widget.head_ids:
+            r.error(where + ("head",), f"unknown head {head!r}{did_you_mean(head, widget.head_ids)}")
+            return None
+        if sentence is None:
+            return None
+        query = r.string(where + ("query",), multiline=False)
+        answer = r.string(where + ("answer",), multiline=False)
+        query_index = _word_index(r, where + ("query",), query, sentence.queries) if query else None
+        answer_index = _word_index(r, where + ("answer",), answer, sentence.keys) if answer else None
+        if query_index is None or answer_index is None:
+            return None
+        options = tuple(
+            Option(f"{qid}-w{j}", word, word, j == answer_index, "") for j, word in enumerate(sentence.keys)
+        )
+        line, column = r.doc.position(where + ("answer",))
+        return Question(qid, "word", prompt.html, prompt.text, options, explanation_html,
+                        sentence_id=sentence.id, head_id=head, query_index=query_index,
+                        answer_at=(r.doc.path, line, column))
+
+
+def _word_index(r: Reader, where: tuple, word: str, words: tuple[str, ...]) -> int | None:
+    """Index of ``word`` (``the#2`` for the second "the") in ``words``, or an error."""
+    base, _, nth = word.partition("#")
+    hits = [i for i, w in enumerate(words) if w == base]
+    if not hits:
+        r.error(where, f"{base!r} is not a word of this sentence{did_you_mean(base, words)}; words: {' '.join(words)}")
+        return None
+    if nth:
+        if not nth.isdigit() or not 1 <= int(nth) <= len(hits):
+            r.error(where, f"{word!r}: the sentence has {len(hits)} {base!r}; use {base}#1 … {base}#{len(hits)}")
+            return None
+        return hits[int(nth) - 1]
+    if len(hits) > 1:
+        r.error(where, f"{base!r} occurs {len(hits)} times in this sentence; say which with {base}#1 … {base}#{len(hits)}")
+        return None
+    return hits[0]
+
+
+def _unwrap_p(html: str) -> str:
+    """An option is one line of inline Markdown: drop the paragraph wrapper."""
+    html = html.strip()
+    if html.startswith("<p>") and html.endswith("</p>") and html.count("<p>") == 1:
+        return html[3:-4]
+    return html
+
+
+class LinkTargets:
+    """Knows which labs and topics exist; checks and rewrites ``lab:``/``topic:``/``index:`` links.
+
+    Markdown is rendered once per lab and shown on that lab's page (``labs/<slug>/``), so the
+    relative URLs below are from there.
+    """
+
+    def __init__(self, lab_slugs, topic_slugs):
+        self.labs = set(lab_slugs)
+        self.topics = set(topic_slugs)
+
+    def problem(self, href: str) -> str | None:
+        scheme, _, rest = href.partition(":")
+        if scheme not in ("lab", "topic", "index") or "//" in href[:8]:
+            return None
+        slug = rest.partition("#")[0]
+        if scheme == "lab" and slug not in self.labs:
+            return f"link to unknown lab {slug!r}{did_you_mean(slug, self.labs)}"
+        if scheme == "topic" and slug not in self.topics:
+            return f"link to unknown topic {slug!r}{did_you_mean(slug, self.topics)}"
+        return None
+
+    def resolve(self, href: str) -> str | None:
+        scheme, _, rest = href.partition(":")
+        slug, _, anchor = rest.partition("#")
+        anchor = f"#{anchor}" if anchor else ""
+        if scheme == "lab":
+            return f"../{slug}/{anchor}" if slug else anchor
+        if scheme == "topic":
+            return f"../../topics/{slug}/{anchor}"
+        if scheme == "index":
+            return f"../../{anchor}" or "../../"
+        return None
+
+
+def lab_folders(root: Path) -> list[str]:
+    labs_dir = root / "labs"
+    if not labs_dir.is_dir():
+        return []
+    return sorted(p.name for p in labs_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def load_content(root: Path) -> Content:
+    """Parse and validate everything under ``root``; raise one :class:`ContentError` listing every problem."""
+    root = Path(root)
+    loader = _Loader(root)
+    if not root.is_dir():
+        raise ContentError([Diagnostic(display_path(root), 1, 1, "content folder not found")])
+    site, site_doc = loader.site()
+    folders = lab_folders(root)
+    if site is None:
+        loader.diags.raise_if_any()
+    assert site is not None and site_doc is not None
+    site_reader = Reader(site_doc, loader.diags)
+    for i, slug in enumerate(site.lab_order):
+        if slug not in folders:
+            site_reader.error(("labs", i), f"no lab folder content/labs/{slug}/{did_you_mean(slug, folders)}")
+    for slug in folders:
+        if not SLUG_RE.match(slug):
+            loader.diags.add(Diagnostic(display_path(root / "labs" / slug, root.parent), 1, 1,
+                                        f"lab folder name {slug!r} must be lower-case letters, digits and dashes"))
+    order = [s for s in site.lab_order if s in folders] + [s for s in folders if s not in site.lab_order]
+    order = [s for s in order if SLUG_RE.match(s)]
+    links = LinkTargets(order, [t.slug for t in site.topics])
+    labs = [loader.lab(slug, root / "labs" / slug, site, links) for slug in order]
+    numbers: dict[int, str] = {}
+    for lab in labs:
+        if lab is None:
+            continue
+        if lab.number in numbers:
+            doc_path = root / "labs" / lab.slug / "lab.yaml"
+            loader.diags.add(Diagnostic(display_path(doc_path, root.parent), 1, 1,
+                                        f"lab number {lab.label} is already used by lab {numbers[lab.number]!r}"))
+        numbers[lab.number] = lab.slug
+    loader.diags.raise_if_any()
+    return Content(site=site, labs=tuple(lab for lab in labs if lab is not None), root=root)

@@ -1,0 +1,201 @@
+"""Authors' Markdown → safe HTML, with highlighted code and MathML.
+
+Extensions: fenced code highlighted by Pygments into CSS classes (``.codehilite``, no inline
+styles), tables, heading ids, and TeX math — ``$…$`` inline and ``$$…$$`` on lines of their own —
+converted to MathML at build time by latex2mathml, so no JavaScript math library is needed.
+
+Sanitising policy: authors may write raw HTML in Markdown, but the rendered HTML always goes
+through nh3 (an allow-list sanitiser) before it reaches a page. Scripts, event-handler
+attributes, ``style`` attributes, iframes, forms and unknown tags are removed; links keep only
+safe schemes and get ``rel="noopener noreferrer"``. MathML is produced by us from the TeX
+source after sanitising, never taken from the author's HTML.
+
+Internal links use ``lab:SLUG``, ``lab:SLUG#anchor``, ``topic:SLUG`` and ``index:``; they are
+rewritten to relative URLs so the site works from any folder, sub-path or file://.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as etree
+from dataclasses import dataclass, field
+from html import unescape
+
+import latex2mathml.converter
+import markdown
+import nh3
+from markdown.extensions import Extension
+from markdown.inlinepatterns import InlineProcessor
+from markdown.preprocessors import Preprocessor
+from markdown.treeprocessors import Treeprocessor
+
+_MATH_TOKEN = "\ue000math{}\ue001"
+_MATH_TOKEN_RE = re.compile("\ue000math(\\d+)\ue001")
+
+_TAGS = set(nh3.ALLOWED_TAGS) - {"map", "area", "center", "strike", "tt", "acronym"}
+_ATTRIBUTES = {
+    "a": {"href", "title"},
+    "abbr": {"title"},
+    "img": {"src", "alt", "title", "width", "height"},
+    "td": {"colspan", "rowspan", "align"},
+    "th": {"colspan", "rowspan", "align", "scope"},
+    "ol": {"start"},
+    "details": {"open"},
+    "code": {"class"},
+    "pre": {"class"},
+    "span": {"class"},
+    "div": {"class"},
+    "h2": {"id"},
+    "h3": {"id"},
+    "h4": {"id"},
+    "h5": {"id"},
+    "h6": {"id"},
+}
+_URL_SCHEMES = {"http", "https", "mailto", "lab", "topic", "index"}
+
+
+@dataclass
+class MathProblem:
+    tex: str
+    message: str
+
+
+@dataclass
+class RenderedMarkdown:
+    html: str
+    text: str  # plain text, for descriptions, JSON-LD and announcements
+    math_problems: list[MathProblem] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)  # every href as the author wrote it
+
+
+class _MathState:
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.problems: list[MathProblem] = []
+
+    def token(self, tex: str, display: bool) -> str:
+        try:
+            mathml = latex2mathml.converter.convert(tex.strip(), display="block" if display else "inline")
+        except Exception as exc:  # latex2mathml raises many kinds; all mean "bad TeX"
+            self.problems.append(MathProblem(tex, f"cannot convert math ${tex}$ to MathML: {exc}"))
+            mathml = ""
+        self.pieces.append(f'<div class="math-display">{mathml}</div>' if display else mathml)
+        return _MATH_TOKEN.format(len(self.pieces) - 1)
+
+
+class _DisplayMath(Preprocessor):
+    """``$$`` on a line of its own opens and closes display math (after fenced code is stashed)."""
+
+    def __init__(self, md, state: _MathState):
+        super().__init__(md)
+        self.state = state
+
+    def run(self, lines):
+        out, buf, inside = [], [], False
+        for line in lines:
+            if line.strip() == "$$":
+                if inside:
+                    out.extend(["", self.state.token("\n".join(buf), display=True), ""])
+                    buf = []
+                inside = not inside
+            elif inside:
+                buf.append(line)
+            else:
+                out.append(line)
+        if inside:  # an unclosed block stays as text for the author to see
+            out.extend(["$$", *buf])
+        return out
+
+
+class _InlineMath(InlineProcessor):
+    def __init__(self, pattern, md, state: _MathState):
+        super().__init__(pattern, md)
+        self.state = state
+
+    def handleMatch(self, m, data):
+        return self.state.token(unescape(m.group(1)), display=False), m.start(0), m.end(0)
+
+
+class _Links(Treeprocessor):
+    def __init__(self, md, links: list[str]):
+        super().__init__(md)
+        self.links = links
+
+    def run(self, root):
+        for a in root.iter("a"):
+            self.links.append(a.get("href", ""))
+
+
+class _Extension(Extension):
+    def __init__(self, state: _MathState, links: list[str]):
+        super().__init__()
+        self.state = state
+        self.links = links
+
+    def extendMarkdown(self, md):
+        md.preprocessors.register(_DisplayMath(md, self.state), "display_math", 20)
+        # Below backticks (190) so `$x$` inside code stays code.
+        md.inlinePatterns.register(_InlineMath(r"(?<![\\$\w])\$(?!\s)([^$\n]+?)(?<!\s)\$(?![\w$])", md, self.state), "inline_math", 185)
+        md.treeprocessors.register(_Links(md, self.links), "collect_links", 0)
+
+
+def _slugify(value: str, separator: str) -> str:
+    value = re.sub(r"[^\w\s-]", "", value.lower()).strip()
+    return re.sub(r"[\s_-]+", separator, value)
+
+
+def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
+    """Render ``source``. ``resolve_link(href) -> str | None`` rewrites ``lab:``/``topic:`` links
+    (return None to leave an href unchanged); problems with links are checked by the caller
+    from :attr:`RenderedMarkdown.links`."""
+    state, links = _MathState(), []
+    md = markdown.Markdown(
+        extensions=[
+            "fenced_code",
+            "tables",
+            "sane_lists",
+            "codehilite",
+            "toc",
+            _Extension(state, links),
+        ],
+        extension_configs={
+            "codehilite": {"css_class": "codehilite", "guess_lang": False, "use_pygments": True},
+            # Authors' "#" is the page's h2: the lab title is the only h1.
+            "toc": {"slugify": _slugify, "permalink": False, "baselevel": 2},
+        },
+        output_format="html",
+    )
+    html = md.convert(source)
+    html = nh3.clean(
+        html,
+        tags=_TAGS,
+        attributes=_ATTRIBUTES,
+        url_schemes=_URL_SCHEMES,
+        link_rel="noopener noreferrer",
+    )
+    if resolve_link is not None:
+        def rewrite(m: re.Match) -> str:
+            href = unescape(m.group(1))
+            new = resolve_link(href)
+            return m.group(0) if new is None else f'href="{escape_attr(new)}"'
+
+        html = re.sub(r'href="([^"]*)"', rewrite, html)
+    text = plain_text(html)
+    html = re.sub("<p>\\s*(\ue000math\\d+\ue001)\\s*</p>", r"\1", html)  # display math is a block
+    html = _MATH_TOKEN_RE.sub(lambda m: state.pieces[int(m.group(1))], html)
+    return RenderedMarkdown(html=html, text=text, math_problems=state.problems, links=links)
+
+
+def escape_attr(value: str) -> str:
+    return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def plain_text(html: str) -> str:
+    """Visible text of an HTML fragment, whitespace folded (math tokens dropped)."""
+    try:
+        root = etree.fromstring(f"<div>{html}</div>")
+        text = "".join(root.itertext())
+    except etree.ParseError:
+        text = re.sub(r"<[^>]+>", " ", html)
+    text = _MATH_TOKEN_RE.sub("", unescape(text))
+    return re.sub(r"\s+", " ", text).strip()

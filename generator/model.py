@@ -1,0 +1,132 @@
+"""The content model: typed, immutable objects that everything after loading works from.
+
+``content.py`` builds these from YAML and Markdown; ``render.py`` and the templates only read
+them. Markdown fields are stored already rendered (``*_html``, sanitised) next to a plain-text
+form (``*_text``) used for meta descriptions, JSON-LD and the screen-reader announcements.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Topic:
+    slug: str
+    title: str
+    blurb: str
+
+
+@dataclass(frozen=True)
+class Site:
+    title: str
+    description: str
+    base_url: str  # absolute, ends with "/", or "" when unknown (then no canonical/sitemap URLs)
+    language: str
+    topics: tuple[Topic, ...]
+    lab_order: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LegendItem:
+    term: str
+    meaning: str
+
+
+@dataclass(frozen=True)
+class Card:
+    title: str
+    icon: str  # a short symbol shown before the title, e.g. "⚠"; may be ""
+    body_html: str
+
+
+@dataclass(frozen=True)
+class Section:
+    """A prose section of a lab, from one Markdown file."""
+
+    id: str  # anchor on the page
+    kicker: str  # small heading above the title, e.g. "Under the hood"
+    title: str
+    html: str
+    source: str  # author-facing path of the Markdown file
+
+
+@dataclass(frozen=True)
+class FaqItem:
+    id: str
+    question: str
+    answer_html: str
+    answer_text: str
+
+
+@dataclass(frozen=True)
+class Option:
+    id: str
+    html: str
+    text: str
+    correct: bool
+    why_html: str
+
+
+@dataclass(frozen=True)
+class Question:
+    """One quiz question. ``kind`` is "single", "multiple" or "word".
+
+    For "word" questions the learner clicks a word of a spotlight sentence; ``options`` then
+    holds one option per word of that sentence (in order), exactly one of them correct.
+    """
+
+    id: str
+    kind: str
+    prompt_html: str
+    prompt_text: str
+    options: tuple[Option, ...]
+    explanation_html: str  # shown once answered, right or wrong
+    sentence_id: str = ""  # "word" questions only
+    head_id: str = ""
+    query_index: int = -1
+    answer_at: tuple[str, int, int] = ("", 0, 0)  # where the answer key is written, for errors
+
+
+@dataclass(frozen=True)
+class Quiz:
+    questions: tuple[Question, ...]
+    storage_key: str  # localStorage key, versioned by a hash of the quiz content
+
+
+@dataclass(frozen=True)
+class Lab:
+    slug: str
+    number: int
+    title: str
+    subtitle: str
+    tagline: str
+    topic: str
+    summary: str
+    legend: tuple[LegendItem, ...]
+    gist: Section
+    sections: tuple[Section, ...]  # "under the hood" and any further prose, in order
+    cards: tuple[Card, ...]
+    faq: tuple[FaqItem, ...]
+    quiz: Quiz
+    widget: Any  # generator.attention.widget.WidgetSpec
+    source_dir: Path = field(compare=False)
+
+    @property
+    def label(self) -> str:
+        return f"{self.number:02d}"
+
+
+@dataclass(frozen=True)
+class Content:
+    site: Site
+    labs: tuple[Lab, ...]  # in the site's lab order
+    root: Path = field(compare=False)
+
+    def topic(self, slug: str) -> Topic:
+        return next(t for t in self.site.topics if t.slug == slug)
+
+    def labs_in(self, topic_slug: str) -> tuple[Lab, ...]:
+        return tuple(lab for lab in self.labs if lab.topic == topic_slug)

@@ -1,0 +1,322 @@
+"""Render stage: the content model → HTML pages, fingerprinted assets, sitemap and robots.txt.
+
+Nothing here touches the disk except reading the theme: pages come back as a mapping of
+output paths to bytes, and :mod:`generator.build` decides where they go.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import posixpath
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import jinja2
+from markupsafe import Markup
+
+from generator.errors import BuildError, display_path
+from generator.model import Content, Lab, Topic
+
+STORAGE_PREFIX = "attention-labs:v1"
+
+_SCRIPT_ESCAPES = {
+    ord("<"): "\\u003c",
+    ord(">"): "\\u003e",
+    ord("&"): "\\u0026",
+    0x2028: "\\u2028",
+    0x2029: "\\u2029",
+}
+
+
+def json_for_script(data: Any) -> Markup:
+    """Serialise ``data`` for a ``<script type="application/json">`` (or ld+json) block.
+
+    Keys are sorted and floats use Python's shortest round-trip form, so output is
+    deterministic. ``<``, ``>``, ``&`` and U+2028/U+2029 are escaped, so no string can close
+    the script element or break a JavaScript parser. NaN and infinities are refused.
+    """
+    try:
+        text = json.dumps(data, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except ValueError as exc:
+        raise BuildError(f"cannot embed data in the page: {exc}") from None
+    return Markup(text.translate(_SCRIPT_ESCAPES))
+
+
+def _check_finite(data: Any) -> None:
+    if isinstance(data, float) and not math.isfinite(data):
+        raise BuildError("embedded data contains NaN or infinity")
+
+
+@dataclass(frozen=True)
+class Page:
+    """What every template knows about the page it renders."""
+
+    path: str  # output path of the page's folder, e.g. "labs/attention/" ("" for the index)
+    title: str
+    description: str
+    canonical: str
+    root: str  # relative prefix from this page to the site root, e.g. "../../"
+    og_type: str
+    jsonld: Markup
+    lang: str
+
+
+class Theme:
+    """A theme folder: ``templates/`` for Jinja2 and ``static/`` for CSS, JS and files."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        templates = self.folder / "templates"
+        if not templates.is_dir():
+            raise BuildError("theme has no templates/ folder", display_path(self.folder))
+        self.env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(str(templates)),
+            autoescape=True,
+            undefined=jinja2.StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
+        )
+
+    def assets(self) -> dict[str, bytes]:
+        """Built assets by logical name: ``site.css`` and ``site.js`` (concatenated in file-name
+        order) plus every other static file as it is."""
+        static = self.folder / "static"
+        out: dict[str, bytes] = {}
+        if not static.is_dir():
+            return out
+        for kind, sub in (("css", "css"), ("js", "js")):
+            files = sorted((static / sub).glob(f"*.{kind}")) if (static / sub).is_dir() else []
+            if files:
+                out[f"site.{kind}"] = b"\n".join(f.read_bytes().rstrip() + b"\n" for f in files)
+        for f in sorted(static.rglob("*")):
+            rel = f.relative_to(static).as_posix()
+            if f.is_file() and rel.split("/")[0] not in ("css", "js") and not f.name.startswith("."):
+                out[rel] = f.read_bytes()
+        return out
+
+    def render(self, template: str, **context: Any) -> str:
+        try:
+            return self.env.get_template(template).render(**context)
+        except jinja2.TemplateSyntaxError as exc:
+            where = display_path(self.folder / "templates" / (exc.filename or template).split("templates/")[-1])
+            raise BuildError(f"{where}:{exc.lineno}: template error: {exc.message}") from None
+        except jinja2.TemplateNotFound as exc:
+            raise BuildError(f"theme template {exc.name!r} not found", display_path(self.folder / "templates")) from None
+        except jinja2.UndefinedError as exc:
+            raise BuildError(f"template {template}: {exc.message}", display_path(self.folder / "templates" / template)) from None
+
+
+def fingerprint(name: str, data: bytes) -> str:
+    """``site.css`` → ``site.3f2a9c1e.css``: a new URL whenever the content changes."""
+    digest = hashlib.sha256(data).hexdigest()[:8]
+    stem, dot, ext = name.rpartition(".")
+    return f"{stem}.{digest}.{ext}" if dot and posixpath.basename(stem) else f"{name}.{digest}"
+
+
+class Renderer:
+    def __init__(self, content: Content, theme: Theme, payloads: dict[str, dict], base_url: str | None = None):
+        self.content = content
+        self.theme = theme
+        self.payloads = payloads
+        self.site = content.site
+        self.base_url = (base_url if base_url is not None else self.site.base_url) or ""
+        if self.base_url and not self.base_url.endswith("/"):
+            self.base_url += "/"
+        self.asset_data = theme.assets()
+        # Only the concatenated bundles are fingerprinted; other files keep their names.
+        self.asset_names = {
+            name: (f"assets/{fingerprint(name, data)}" if name in ("site.css", "site.js") else f"assets/{name}")
+            for name, data in self.asset_data.items()
+        }
+
+    # -- helpers for templates ------------------------------------------------------------
+    def _url_helpers(self, page_path: str) -> tuple[Callable, Callable]:
+        root = "../" * page_path.count("/")
+
+        def asset(name: str) -> str:
+            if name not in self.asset_names:
+                raise BuildError(f"theme asset {name!r} not found", display_path(self.theme.folder / "static"))
+            return root + self.asset_names[name]
+
+        def url(kind: str, slug: str | None = None) -> str:
+            if kind == "index":
+                return root or "./"
+            if kind == "lab":
+                return f"{root}labs/{slug}/"
+            if kind == "topic":
+                return f"{root}topics/{slug}/"
+            raise BuildError(f"unknown url kind {kind!r} in a template")
+
+        return asset, url
+
+    def _absolute(self, page_path: str) -> str:
+        return f"{self.base_url}{page_path}" if self.base_url else ""
+
+    def _page(self, path: str, title: str, description: str, og_type: str, jsonld: Any) -> Page:
+        return Page(
+            path=path,
+            title=title,
+            description=description,
+            canonical=self._absolute(path),
+            root="../" * path.count("/"),
+            og_type=og_type,
+            jsonld=json_for_script(jsonld),
+            lang=self.site.language,
+        )
+
+    def _render(self, template: str, page: Page, **extra: Any) -> bytes:
+        asset, url = self._url_helpers(page.path)
+        html = self.theme.render(
+            template,
+            site=self.site,
+            page=page,
+            asset=asset,
+            url=url,
+            labs_total=len(self.content.labs),
+            site_json=json_for_script({"labs": [lab.slug for lab in self.content.labs], "storage": STORAGE_PREFIX}),
+            **extra,
+        )
+        return html.encode("utf-8")
+
+    # -- pages --------------------------------------------------------------------------
+    def lab_jsonld(self, lab: Lab, page_url: str) -> dict:
+        topic = self.content.topic(lab.topic)
+        resource: dict[str, Any] = {
+            "@type": "LearningResource",
+            "name": f"{lab.label} · {lab.title}" + (f" — {lab.subtitle}" if lab.subtitle else ""),
+            "description": lab.summary,
+            "learningResourceType": "interactive lab",
+            "inLanguage": self.site.language,
+            "about": topic.title,
+            "isAccessibleForFree": True,
+        }
+        faq = {
+            "@type": "FAQPage",
+            "mainEntity": [
+                {"@type": "Question", "name": item.question,
+                 "acceptedAnswer": {"@type": "Answer", "text": item.answer_text}}
+                for item in lab.faq
+            ],
+        }
+        quiz = {
+            "@type": "Quiz",
+            "name": f"{lab.title}: quick check",
+            "about": topic.title,
+            "hasPart": [self._question_jsonld(q) for q in lab.quiz.questions],
+        }
+        graph = [resource, faq, quiz]
+        if page_url:
+            resource["url"] = page_url
+            faq["url"] = page_url + "#faq"
+            quiz["url"] = page_url + "#quiz"
+        return {"@context": "https://schema.org", "@graph": graph}
+
+    @staticmethod
+    def _question_jsonld(q) -> dict:
+        correct = [o.text for o in q.options if o.correct]
+        wrong = [o.text for o in q.options if not o.correct]
+        return {
+            "@type": "Question",
+            "eduQuestionType": {"single": "Multiple choice", "multiple": "Checkbox", "word": "Multiple choice"}[q.kind],
+            "text": q.prompt_text,
+            "acceptedAnswer": [{"@type": "Answer", "text": t} for t in correct],
+            "suggestedAnswer": [{"@type": "Answer", "text": t} for t in wrong],
+        }
+
+    def render_lab(self, lab: Lab, prev_lab: Lab | None, next_lab: Lab | None) -> bytes:
+        path = f"labs/{lab.slug}/"
+        title = f"{lab.label} · {lab.title}" + (f" — {lab.subtitle}" if lab.subtitle else "") + f" | {self.site.title}"
+        page = self._page(path, title, lab.summary, "article", self.lab_jsonld(lab, self._absolute(path)))
+        return self._render(
+            "lab.html",
+            page,
+            lab=lab,
+            topic=self.content.topic(lab.topic),
+            spotlight_json=json_for_script(self.payloads[lab.slug]),
+            prev_lab=prev_lab,
+            next_lab=next_lab,
+        )
+
+    def render_index(self) -> bytes:
+        groups = [(t, list(self.content.labs_in(t.slug))) for t in self.site.topics]
+        groups = [(t, labs) for t, labs in groups if labs]
+        jsonld = {
+            "@context": "https://schema.org",
+            "@type": "WebSite",
+            "name": self.site.title,
+            "description": self.site.description,
+            "inLanguage": self.site.language,
+        }
+        if self.base_url:
+            jsonld["url"] = self.base_url
+        page = self._page("", self.site.title, self.site.description, "website", jsonld)
+        return self._render("index.html", page, groups=groups)
+
+    def render_topic(self, topic: Topic) -> bytes:
+        path = f"topics/{topic.slug}/"
+        labs = list(self.content.labs_in(topic.slug))
+        jsonld = {
+            "@context": "https://schema.org",
+            "@type": "CollectionPage",
+            "name": topic.title,
+            "description": topic.blurb,
+            "hasPart": [{"@type": "LearningResource", "name": f"{lab.label} · {lab.title}",
+                         **({"url": self._absolute(f"labs/{lab.slug}/")} if self.base_url else {})} for lab in labs],
+        }
+        if self.base_url:
+            jsonld["url"] = self._absolute(path)
+        page = self._page(path, f"{topic.title} | {self.site.title}", topic.blurb, "website", jsonld)
+        return self._render("topic.html", page, topic=topic, labs=labs)
+
+    def render_404(self) -> bytes:
+        jsonld = {"@context": "https://schema.org", "@type": "WebPage", "name": "Page not found"}
+        page = Page("", f"Page not found | {self.site.title}", "This page does not exist.", "",
+                    "website", json_for_script(jsonld), self.site.language)
+        return self._render("404.html", page)
+
+    def sitemap(self, paths: list[str]) -> bytes:
+        lines = ['<?xml version="1.0" encoding="UTF-8"?>',
+                 '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">']
+        from generator.build import source_date  # deterministic unless SOURCE_DATE_EPOCH is set
+
+        lastmod = source_date()
+        for path in paths:
+            loc = self._absolute(path) or path or "./"
+            entry = f"  <url><loc>{_xml(loc)}</loc>"
+            if lastmod:
+                entry += f"<lastmod>{lastmod}</lastmod>"
+            lines.append(entry + "</url>")
+        lines.append("</urlset>")
+        return ("\n".join(lines) + "\n").encode()
+
+    def robots(self) -> bytes:
+        text = "User-agent: *\nAllow: /\n"
+        if self.base_url:
+            text += f"Sitemap: {self.base_url}sitemap.xml\n"
+        return text.encode()
+
+    def render_all(self) -> dict[str, bytes]:
+        """Every output file, by its path inside the site folder."""
+        files: dict[str, bytes] = {}
+        for name, data in self.asset_data.items():
+            files[self.asset_names[name]] = data
+        labs = self.content.labs
+        for i, lab in enumerate(labs):
+            files[f"labs/{lab.slug}/index.html"] = self.render_lab(
+                lab, labs[i - 1] if i > 0 else None, labs[i + 1] if i + 1 < len(labs) else None)
+        for topic in self.site.topics:
+            files[f"topics/{topic.slug}/index.html"] = self.render_topic(topic)
+        files["index.html"] = self.render_index()
+        files["404.html"] = self.render_404()
+        page_paths = [""] + [f"labs/{lab.slug}/" for lab in labs] + [f"topics/{t.slug}/" for t in self.site.topics]
+        files["sitemap.xml"] = self.sitemap(page_paths)
+        files["robots.txt"] = self.robots()
+        return files
+
+
+def _xml(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
