@@ -77,7 +77,8 @@ class _MathState:
         try:
             mathml = latex2mathml.converter.convert(tex.strip(), display="block" if display else "inline")
         except Exception as exc:  # latex2mathml raises many kinds; all mean "bad TeX"
-            self.problems.append(MathProblem(tex, f"cannot convert math ${tex}$ to MathML: {exc}"))
+            reason = str(exc) or re.sub(r"(?<!^)(?=[A-Z])", " ", type(exc).__name__).lower().removesuffix(" error")
+            self.problems.append(MathProblem(tex, f"cannot convert math ${tex}$ to MathML: {reason}"))
             mathml = ""
         self.pieces.append(f'<div class="math-display">{mathml}</div>' if display else mathml)
         return _MATH_TOKEN.format(len(self.pieces) - 1)

@@ -108,7 +108,14 @@ class YamlDoc:
 _constructor = yaml.constructor.SafeConstructor()
 
 
+_PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "seq", "map", "timestamp")}
+
+
 def _walk(doc: YamlDoc, node: yaml.Node, where: Where, diags: Diagnostics) -> Any:
+    if node.tag not in _PLAIN_TAGS:
+        m = node.start_mark
+        diags.add(doc.diagnostic_at(m.line + 1, m.column + 1, f"YAML tag {node.tag!r} is not allowed; write plain values"))
+        return None
     doc.value_marks[where] = node.start_mark
     doc.value_ends[where] = node.end_mark
     if isinstance(node, yaml.ScalarNode):
@@ -278,7 +285,11 @@ class Reader:
 
 
 def _label(where: Where) -> str:
-    for part in reversed(where):
-        if isinstance(part, str):
-            return f"'{part}'"
-    return "the document" if not where else "this item"
+    """How an author would name the value at ``where``: 'title', item 2 of 'options', …"""
+    if not where:
+        return "the document"
+    last = where[-1]
+    if isinstance(last, int):
+        parent = next((p for p in reversed(where[:-1]) if isinstance(p, str)), None)
+        return f"item {last + 1} of '{parent}'" if parent else f"item {last + 1}"
+    return f"'{last}'"

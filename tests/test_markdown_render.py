@@ -1,0 +1,61 @@
+"""Authors' Markdown: highlighting, math, sanitising and internal links."""
+
+from __future__ import annotations
+
+from generator.markdown_render import render_markdown
+
+
+def test_code_is_highlighted_with_classes_not_styles():
+    out = render_markdown("```python\nimport numpy as np\n```\n")
+    assert '<div class="codehilite">' in out.html
+    assert '<span class="kn">import</span>' in out.html
+    assert "style=" not in out.html
+
+
+def test_inline_and_display_math_become_mathml():
+    out = render_markdown("Scale by $\\sqrt{d_k}$.\n\n$$\nQK^\\top\n$$\n")
+    assert '<math xmlns="http://www.w3.org/1998/Math/MathML" display="inline">' in out.html
+    assert '<div class="math-display"><math' in out.html
+    assert "<msqrt>" in out.html
+    assert "<p><div" not in out.html
+
+
+def test_dollars_in_code_stay_code():
+    out = render_markdown("Use `$x$` literally.")
+    assert "<code>$x$</code>" in out.html
+    assert "<math" not in out.html
+
+
+def test_bad_tex_is_reported():
+    out = render_markdown("Broken $x^$ here.")
+    assert [p.message for p in out.math_problems] == ["cannot convert math $x^$ to MathML: missing super script or subscript"]
+
+
+def test_raw_html_is_sanitised():
+    out = render_markdown('Hi <script>alert(1)</script><b onclick="x()" style="color:red">b</b>'
+                          '<iframe src="https://example.org"></iframe>')
+    assert "<script" not in out.html and "alert(1)" not in out.html
+    assert "onclick" not in out.html and "style=" not in out.html and "<iframe" not in out.html
+    assert "<b>b</b>" in out.html
+
+
+def test_javascript_urls_are_dropped():
+    out = render_markdown("[x](javascript:alert(1))")
+    assert "javascript:" not in out.html
+
+
+def test_headings_start_at_h2_with_ids():
+    out = render_markdown("# Four moves\n")
+    assert out.html.strip() == '<h2 id="four-moves">Four moves</h2>'
+
+
+def test_internal_links_are_collected_and_rewritten():
+    out = render_markdown("See [FAQ](lab:attention#faq) and [hub](topic:llm).",
+                          resolve_link=lambda h: "REWRITTEN" if h.startswith(("lab:", "topic:")) else None)
+    assert out.links == ["lab:attention#faq", "topic:llm"]
+    assert out.html.count('href="REWRITTEN"') == 2
+
+
+def test_plain_text_for_descriptions():
+    out = render_markdown("A **bold** claim & more.")
+    assert out.text == "A bold claim & more."

@@ -1,0 +1,37 @@
+"""Rendering helpers: the JSON-for-script serialiser and asset fingerprints."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.errors import BuildError
+from generator.render import fingerprint, json_for_script
+
+
+def test_json_for_script_cannot_close_the_script_element():
+    text = str(json_for_script({"s": "</script><script>alert(1)</script>", "amp": "a & b"}))
+    assert "</script" not in text and "<" not in text and ">" not in text and "&" not in text
+    assert json.loads(text) == {"s": "</script><script>alert(1)</script>", "amp": "a & b"}
+
+
+def test_json_for_script_escapes_line_separators():
+    text = str(json_for_script({"s": "a\u2028b\u2029c"}))
+    assert "\u2028" not in text and "\u2029" not in text
+    assert json.loads(text)["s"] == "a\u2028b\u2029c"
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")], ids=["nan", "inf", "-inf"])
+def test_json_for_script_refuses_nan(bad):
+    with pytest.raises(BuildError):
+        json_for_script({"x": [1.0, bad]})
+
+
+def test_json_for_script_is_deterministic():
+    assert str(json_for_script({"b": 1, "a": [0.1, 2]})) == '{"a":[0.1,2],"b":1}'
+
+
+def test_fingerprint_changes_with_content():
+    a, b = fingerprint("site.css", b"x"), fingerprint("site.css", b"y")
+    assert a != b and a.startswith("site.") and a.endswith(".css") and len(a) == len("site.12345678.css")
