@@ -1,0 +1,469 @@
+"""The spotlight widget: read its ``widget:`` mapping from lab.yaml, compute its numbers.
+
+Author-facing syntax (in ``lab.yaml``)::
+
+    widget:
+      prompt: Click any word to make it the query.        # one line above the widget (required)
+      default: {sentence: cat-mat, head: syntax, query: sat}  # optional; defaults to the first
+                                                          # sentence, first head, first word
+      heads: [syntax, previous, coreference, alignment]   # optional: which built-in heads, in
+                                                          # order (default: the first three)
+      sentences:                                          # required, at least one
+        - id: cat-mat                                     # letters, digits, '-' and '_'; unique
+          text: The cat/NOUN sat/VERB on the mat/NOUN     # the words that ask (queries)
+          kind: self                                      # self (default) | causal | cross
+          label: The cat sat on the mat                   # optional; default: text without tags
+          note: One line shown under the sentence.        # optional
+          claims:                                         # optional: what the page relies on
+            syntax:
+              - sat -> cat, mat (>= 60%)
+              - The -> cat
+              - the#2 -> mat                              # or "the -> mat": "The" ≠ "the"
+        - id: translate
+          kind: cross
+          text: The black/ADJ cat/NOUN sleeps/VERB        # queries
+          source: Le/DET chat/NOUN noir/ADJ dort/VERB     # keys and values (cross only, required)
+          source_label: French source                     # optional (cross only); default "source"
+          claims:
+            alignment:
+              - black -> noir
+
+Words and tags
+    Words are separated by spaces; punctuation at a word's edge is a word of its own.
+    Function words of English (the, on, it, didn't, because, too …) are known; every other
+    word is tagged ``word/TAG`` with one of ``DET NOUN PRON VERB AUX ADJ ADV ADP CONJ PART
+    NUM PUNCT`` (``PROPN`` counts as ``NOUN``). A tag on a known word overrides it. A
+    sentence in another language tags all its words. See :mod:`generator.attention.teaching`.
+
+Claims
+    ``Q -> K`` says K gets Q's largest weight; ``Q -> K1, K2`` says K1 and K2 are Q's two
+    largest (in any order); ``(>= 60%)`` adds that together they hold at least 60 %. The
+    weights are the ÷√d ones of the named head. Words are matched case-sensitively, tags
+    left off; a word that occurs more than once is written ``the#2`` (its 2nd occurrence).
+    In a cross sentence Q is a word of ``text`` and K a word of ``source``. The build
+    computes every claim and fails, at the claim's line, if one does not hold.
+
+Public API: :func:`read_widget` (validate, positioned errors through the
+:class:`~generator.source.Reader`), :func:`compute_widget` (the JSON-ready payload of
+``docs/spotlight-data.md``), :func:`check_claims` and :func:`top_keys`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+import numpy as np
+
+from generator.attention import teaching
+from generator.errors import Diagnostic, did_you_mean
+from generator.source import Reader
+
+PAYLOAD_VERSION = 1
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+_CLAIM = re.compile(
+    r"\s*(?P<query>[^\s,>]+)\s*->\s*(?P<keys>[^()]*?)\s*(?:\(\s*>=\s*(?P<share>\d+(?:\.\d+)?)\s*%\s*\))?\s*"
+)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """``query -> keys (>= min_share)`` in one head of one sentence."""
+
+    head: str
+    query: int  # index into the sentence's queries
+    keys: tuple[int, ...]  # indexes into its keys: these must be the query's top len(keys)
+    min_share: float | None  # e.g. 0.6: the keys' weights must add up to at least this
+    text: str  # as written, for messages
+    at: Diagnostic  # where it is written; the message is filled in when it fails
+
+
+@dataclass(frozen=True)
+class SentenceSpec:
+    id: str
+    label: str  # shown in the sentence picker
+    kind: str  # "self", "causal" or "cross"
+    note: str
+    query_words: tuple[teaching.Word, ...]
+    key_words: tuple[teaching.Word, ...]  # the same words unless cross
+    key_label: str  # cross only: what the keys are, e.g. "French source"
+    claims: tuple[Claim, ...]
+
+    @property
+    def queries(self) -> tuple[str, ...]:
+        return tuple(w.text for w in self.query_words)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(w.text for w in self.key_words)
+
+
+@dataclass(frozen=True)
+class WidgetSpec:
+    prompt: str
+    head_ids: tuple[str, ...]  # built-in heads shown, in display order
+    sentences: tuple[SentenceSpec, ...]
+    default_sentence: str
+    default_head: str
+    default_query: int
+    # Decimals kept in the page: three show a vector or score faithfully at panel size; four
+    # keep weights exact to 0.01 %, more than the integer percentages the readout shows.
+    vector_decimals: int = 3
+    weight_decimals: int = 4
+
+    def sentence(self, sentence_id: str) -> SentenceSpec | None:
+        return next((s for s in self.sentences if s.id == sentence_id), None)
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+def read_widget(reader: Reader, where: tuple) -> WidgetSpec | None:
+    """The widget at ``where``, or ``None`` if it is absent or has mistakes.
+
+    Every mistake is recorded on ``reader`` with its file, line and column (a word's own
+    column for tagging and claim mistakes); reading goes on to report them all.
+    """
+    if reader.value(where) is None and where not in reader.doc.value_marks:
+        return None
+    before = len(reader.diags.items)
+    mapping = reader.mapping(where, required=("prompt", "sentences"), optional=("default", "heads"))
+    if mapping is None:
+        return None
+    prompt = reader.string(where + ("prompt",), multiline=False)
+    head_ids = _read_heads(reader, where + ("heads",)) if "heads" in mapping else teaching.DEFAULT_HEADS
+    sentences: list[SentenceSpec] = []
+    first_seen: dict[str, int] = {}
+    for i, _ in enumerate(reader.sequence(where + ("sentences",)) or []):
+        sentence = _read_sentence(reader, where + ("sentences", i), head_ids)
+        if sentence is None:
+            continue
+        if sentence.id in first_seen:
+            line, _ = reader.doc.position(where + ("sentences", first_seen[sentence.id], "id"))
+            reader.error(where + ("sentences", i, "id"), f"duplicate sentence id {sentence.id!r} (first used on line {line})")
+            continue
+        first_seen[sentence.id] = i
+        sentences.append(sentence)
+    default = _read_default(reader, where + ("default",), head_ids, sentences) if "default" in mapping else None
+    if len(reader.diags.items) > before or prompt is None or not sentences or not head_ids:
+        return None
+    if default is None:
+        default = (sentences[0].id, head_ids[0], 0)
+    return WidgetSpec(prompt, tuple(head_ids), tuple(sentences), *default)
+
+
+def _read_heads(reader: Reader, where: tuple) -> tuple[str, ...]:
+    heads: list[str] = []
+    for i, _ in enumerate(reader.sequence(where) or []):
+        head_id = reader.string(where + (i,), multiline=False)
+        if head_id is None:
+            continue
+        if head_id not in teaching.HEAD_IDS:
+            reader.error(where + (i,), f"unknown head {head_id!r}{did_you_mean(head_id, teaching.HEAD_IDS)}; "
+                                       f"heads: {', '.join(teaching.HEAD_IDS)}")
+        elif head_id in heads:
+            reader.error(where + (i,), f"head {head_id!r} is listed twice")
+        else:
+            heads.append(head_id)
+    return tuple(heads)
+
+
+def _read_sentence(reader: Reader, where: tuple, head_ids: Sequence[str]) -> SentenceSpec | None:
+    before = len(reader.diags.items)
+    mapping = reader.mapping(where, required=("id", "text"),
+                             optional=("kind", "label", "note", "source", "source_label", "claims"))
+    if mapping is None:
+        return None
+    sentence_id = reader.string(where + ("id",), multiline=False)
+    if sentence_id is not None and not _ID.fullmatch(sentence_id):
+        reader.error(where + ("id",), f"sentence id {sentence_id!r} may use only letters, digits, '-' and '_'")
+    kind = reader.string(where + ("kind",), multiline=False) if "kind" in mapping else "self"
+    if kind is not None and kind not in teaching.KINDS:
+        reader.error(where + ("kind",), f"unknown kind {kind!r}{did_you_mean(kind, teaching.KINDS)}; "
+                                        f"kinds: {', '.join(teaching.KINDS)}")
+        kind = None
+    for key in ("source", "source_label"):
+        if key in mapping and kind in ("self", "causal"):
+            reader.error(where + (key,), f"{key!r} is only for kind: cross (this sentence is {kind})", key=True)
+    if kind == "cross" and "source" not in mapping:
+        reader.error(where, "missing required key 'source' in a kind: cross sentence (the words the queries read)")
+    label: str | None = reader.string(where + ("label",), multiline=False) if "label" in mapping else None
+    note = reader.string(where + ("note",), multiline=False) if "note" in mapping else ""
+    query_words, text = _read_words(reader, where + ("text",))
+    key_words, source = query_words, None
+    key_label: str | None = ""
+    if kind == "cross" and "source" in mapping:
+        key_words, source = _read_words(reader, where + ("source",))
+        key_label = (reader.string(where + ("source_label",), multiline=False)
+                     if "source_label" in mapping else "source")
+    claims: list[Claim] = []
+    if "claims" in mapping and query_words and key_words and kind is not None:
+        claims = _read_claims(reader, where + ("claims",), head_ids, query_words, key_words, kind == "cross")
+    if (len(reader.diags.items) > before or sentence_id is None or kind is None or note is None
+            or key_label is None or text is None or query_words is None or key_words is None):
+        return None
+    if label is None:
+        label = _untagged(text, query_words)
+        if source is not None:
+            label = f"{_untagged(source, key_words)} → {label}"
+    return SentenceSpec(sentence_id, label, kind, note, query_words, key_words, key_label, tuple(claims))
+
+
+def _read_words(reader: Reader, where: tuple) -> tuple[tuple[teaching.Word, ...] | None, str | None]:
+    text = reader.string(where)
+    if text is None:
+        return None, None
+    try:
+        return teaching.parse_sentence(text), text
+    except teaching.TaggingError as exc:
+        for problem in exc.problems:
+            token_start = problem.offset - problem.at
+            line, column = _locate(reader, where, text, problem.written, token_start)
+            reader.error_at(line, column + problem.at, problem.message)
+        return None, text
+
+
+def _locate(reader: Reader, where: tuple, text: str, needle: str, start: int) -> tuple[int, int]:
+    """File position of the ``needle`` that starts at ``start`` in the value ``text``."""
+    occurrence, at = 0, -1
+    while True:
+        at = text.find(needle, at + 1)
+        if at < 0 or at > start:
+            break
+        occurrence += 1
+    return reader.doc.locate(where, needle, max(occurrence, 1))
+
+
+def _untagged(text: str, words: Sequence[teaching.Word]) -> str:
+    """``text`` with every ``/TAG`` removed and its spacing tidied."""
+    cuts = [(w.start + len(w.text), w.start + len(w.written)) for w in words if w.tagged]
+    pieces, last = [], 0
+    for begin, end in cuts:
+        pieces.append(text[last:begin])
+        last = end
+    pieces.append(text[last:])
+    return " ".join("".join(pieces).split())
+
+
+def _read_claims(reader: Reader, where: tuple, head_ids: Sequence[str], query_words, key_words,
+                 cross: bool) -> list[Claim]:
+    mapping = reader.value(where)
+    if not isinstance(mapping, dict):
+        reader.mapping(where)  # reports what it is instead
+        return []
+    claims: list[Claim] = []
+    for head_id in mapping:
+        if head_id not in head_ids:
+            known = head_id in teaching.HEAD_IDS
+            reader.error(where + (head_id,),
+                         f"head {head_id!r} is not shown in this widget (heads: {', '.join(head_ids)})" if known else
+                         f"unknown head {head_id!r}{did_you_mean(head_id, head_ids)}; heads: {', '.join(head_ids)}",
+                         key=True)
+            continue
+        for c, _ in enumerate(reader.sequence(where + (head_id,)) or []):
+            claim = _read_claim(reader, where + (head_id, c), head_id, query_words, key_words, cross)
+            if claim is not None:
+                claims.append(claim)
+    return claims
+
+
+def _read_claim(reader: Reader, where: tuple, head_id: str, query_words, key_words, cross: bool) -> Claim | None:
+    text = reader.string(where, multiline=False)
+    if text is None:
+        return None
+    match = _CLAIM.fullmatch(text)
+    keys_text = match.group("keys") if match else ""
+    if match is None or not keys_text or any(not k.strip() or " " in k.strip() for k in keys_text.split(",")):
+        reader.error(where, f"cannot read the claim {text!r}: write 'query -> key', 'query -> key1, key2' "
+                            "or 'query -> key1, key2 (>= 60%)'")
+        return None
+    before = len(reader.diags.items)
+    query = _claim_word(reader, where, text, match.start("query"), match.group("query"), query_words,
+                        "the queries" if cross else "the sentence")
+    keys: list[int] = []
+    offset = match.start("keys")
+    for piece in keys_text.split(","):
+        word = piece.strip()
+        index = _claim_word(reader, where, text, offset + piece.index(word), word, key_words,
+                            "the source" if cross else "the sentence")
+        offset += len(piece) + 1
+        if index is None:
+            continue
+        if index in keys:
+            reader.error(where, f"claim {text!r} names {word!r} twice")
+        keys.append(index)
+    share = None
+    if match.group("share") is not None:
+        share = float(match.group("share")) / 100
+        if not 0 < share <= 1:
+            reader.error(where, f"the share in claim {text!r} must be between 0% and 100%")
+    if len(reader.diags.items) > before or query is None:
+        return None
+    return Claim(head_id, query, tuple(keys), share, text, reader.doc.diagnostic(where, ""))
+
+
+def _claim_word(reader: Reader, where: tuple, text: str, start: int, written: str,
+                words: Sequence[teaching.Word], among: str) -> int | None:
+    """Index of ``written`` (``word`` or ``word#n``) in ``words``; an error at the word otherwise."""
+    base, hash_, nth = written.partition("#")
+    texts = [w.text for w in words]
+    hits = [i for i, w in enumerate(texts) if w == base]
+
+    def error(message: str) -> None:
+        line, column = _locate(reader, where, text, written, start)
+        reader.error_at(line, column, message)
+
+    if not hits:
+        error(f"no word {base!r} in {among}{did_you_mean(base, texts)}; words: {' '.join(texts)}")
+        return None
+    if hash_:
+        if not nth.isdigit() or not 1 <= int(nth) <= len(hits):
+            error(f"{written!r}: {among} has {len(hits)} {base!r}; write {base}#1 … {base}#{len(hits)}")
+            return None
+        return hits[int(nth) - 1]
+    if len(hits) > 1:
+        error(f"{base!r} occurs {len(hits)} times in {among}; say which with {base}#1 … {base}#{len(hits)}")
+        return None
+    return hits[0]
+
+
+def _read_default(reader: Reader, where: tuple, head_ids: Sequence[str],
+                  sentences: Sequence[SentenceSpec]) -> tuple[str, str, int] | None:
+    mapping = reader.mapping(where, optional=("sentence", "head", "query"))
+    if mapping is None or not sentences:
+        return None
+    sentence: SentenceSpec | None = sentences[0]
+    if "sentence" in mapping:
+        sentence_id = reader.string(where + ("sentence",), multiline=False)
+        sentence = next((s for s in sentences if s.id == sentence_id), None)
+        if sentence_id is not None and sentence is None:
+            ids = [s.id for s in sentences]
+            reader.error(where + ("sentence",), f"unknown sentence {sentence_id!r}{did_you_mean(sentence_id, ids)}; "
+                                                f"sentences: {', '.join(ids)}")
+    head_id = reader.string(where + ("head",), multiline=False) if "head" in mapping else (head_ids or ("",))[0]
+    if head_id is not None and head_ids and head_id not in head_ids:
+        reader.error(where + ("head",), f"unknown head {head_id!r}{did_you_mean(head_id, head_ids)}; "
+                                        f"heads: {', '.join(head_ids)}")
+        head_id = None
+    query: int | None = 0
+    if "query" in mapping and sentence is not None:
+        written = reader.string(where + ("query",), multiline=False)
+        query = None
+        if written is not None:
+            query = _claim_word(reader, where + ("query",), written, 0, written, sentence.query_words,
+                                f"sentence {sentence.id!r}")
+    if sentence is None or head_id is None or query is None:
+        return None
+    return sentence.id, head_id, query
+
+
+# ---------------------------------------------------------------------------- computing
+
+
+def percentages(weights: np.ndarray, mask: np.ndarray) -> np.ndarray:  # [n_q, n_k], bool -> [n_q, n_k] int
+    """Integer percentages by the largest-remainder method: each row sums to exactly 100
+    (a row with no visible key to 0); masked entries stay 0. Ties go to the earlier key."""
+    exact = weights * 100.0
+    floor = np.floor(exact)
+    remainder = np.where(mask, exact - floor, -1.0)
+    short = np.where(mask.any(axis=-1), np.rint(100.0 - floor.sum(axis=-1)), 0).astype(np.int64)
+    order = np.argsort(-remainder, axis=-1, kind="stable")
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(order.shape[-1]), order.shape), axis=-1)
+    return floor.astype(np.int64) + (rank < short[..., None])
+
+
+def _numbers(a: np.ndarray, decimals: int, mask: np.ndarray | None = None) -> list:
+    """Nested lists of rounded numbers for JSON; whole numbers as ints, masked entries None."""
+    rounded = np.round(np.asarray(a, dtype=np.float64), decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
+    if mask is not None:
+        rounded = np.where(mask, rounded, np.nan)
+    return [[None if x != x else int(x) if x.is_integer() else x for x in row] for row in rounded.tolist()]
+
+
+def _head_payload(result: teaching.HeadResult, vec: int, wt: int) -> dict[str, Any]:
+    return {
+        "q": _numbers(result.q, vec),
+        "k": _numbers(result.k, vec),
+        "v": _numbers(result.v, vec),
+        "scores": _numbers(result.scores, vec, result.mask),
+        "bias": None if result.bias is None else _numbers(result.bias, vec),
+        "scaled": _numbers(np.where(result.mask, result.scaled, 0.0), vec, result.mask),
+        "weights": _numbers(result.weights, wt),
+        "weights_unscaled": _numbers(result.weights_unscaled, wt),
+        "pct": percentages(result.weights, result.mask).tolist(),
+        "pct_unscaled": percentages(result.weights_unscaled, result.mask).tolist(),
+        "out": _numbers(result.out, vec),
+    }
+
+
+def compute_widget(spec: WidgetSpec) -> dict[str, Any]:
+    """The JSON-ready payload described in ``docs/spotlight-data.md``; deterministic."""
+    sentences = []
+    for s in spec.sentences:
+        keys = s.key_words if s.kind == "cross" else None
+        results = teaching.compute(s.query_words, keys, kind=s.kind, heads=spec.head_ids)
+        sentences.append({
+            "id": s.id,
+            "label": s.label,
+            "kind": s.kind,
+            "note": s.note,
+            "queries": list(s.queries),
+            "keys": list(s.keys),
+            "key_label": s.key_label,
+            "roles_q": [w.role for w in s.query_words],
+            "roles_k": [w.role for w in s.key_words],
+            "heads": {hid: _head_payload(results[hid], spec.vector_decimals, spec.weight_decimals)
+                      for hid in spec.head_ids},
+        })
+    heads = []
+    for hid in spec.head_ids:
+        h = teaching.head(hid)
+        heads.append({"id": h.id, "name": h.name, "description": h.description, "q_dims": list(h.q_dims),
+                      "k_dims": list(h.k_dims), "v_dims": list(h.v_dims), "bias": h.bias, "cross": h.cross})
+    return {
+        "version": PAYLOAD_VERSION,
+        "precision": {"vectors": spec.vector_decimals, "weights": spec.weight_decimals},
+        "heads": heads,
+        "default": {"sentence": spec.default_sentence, "head": spec.default_head, "query": spec.default_query},
+        "sentences": sentences,
+        "real": None,
+    }
+
+
+def _sentence(payload: dict, sentence_id: str) -> dict:
+    return next(s for s in payload["sentences"] if s["id"] == sentence_id)
+
+
+def top_keys(payload: dict, sentence_id: str, head_id: str, query_index: int, k: int = 1) -> list[int]:
+    """Indexes of the ``k`` keys with the largest ÷√d weights for one query, largest first
+    (ties: the earlier key first)."""
+    row = np.asarray(_sentence(payload, sentence_id)["heads"][head_id]["weights"][query_index], dtype=np.float64)
+    return [int(i) for i in np.argsort(-row, kind="stable")[:k]]
+
+
+def check_claims(spec: WidgetSpec, payload: dict) -> list[Diagnostic]:
+    """A diagnostic, at the claim, for every claim the computed weights do not bear out."""
+    problems = []
+    for s in spec.sentences:
+        sentence = _sentence(payload, s.id)
+        for claim in s.claims:
+            head = sentence["heads"][claim.head]
+            top = top_keys(payload, s.id, claim.head, claim.query, k=len(claim.keys))
+            pct = head["pct"][claim.query]
+            share = sum(head["weights"][claim.query][i] for i in claim.keys)
+            query = sentence["queries"][claim.query]
+
+            def listed(indexes: Sequence[int]) -> str:
+                return ", ".join(f"{sentence['keys'][i]} ({pct[i]}%)" for i in indexes)
+
+            if set(top) != set(claim.keys):
+                which = "top key is" if len(top) == 1 else f"top-{len(top)} keys are"
+                found = f"{query}'s {which} {listed(top)}"
+            elif claim.min_share is not None and share < claim.min_share - 1e-9:
+                found = f"{listed(claim.keys)} hold {100 * share:.1f}% together, less than {100 * claim.min_share:g}%"
+            else:
+                continue
+            problems.append(replace(claim.at, message=f"claim {claim.text!r} fails in head {claim.head!r}: {found}"))
+    return problems
