@@ -118,7 +118,8 @@ def check_links(files: dict[str, bytes], content: Content) -> None:
                 target += "index.html"
             if target not in files:
                 problems.append(_link_problem(content, path, href, "link to a page that does not exist"))
-            elif parts.fragment and target in parsed and parts.fragment not in parsed[target].ids:
+            elif (parts.fragment and "=" not in parts.fragment  # "#s=…&q=…" is widget state, not an anchor
+                  and target in parsed and parts.fragment not in parsed[target].ids):
                 problems.append(_link_problem(content, path, href, f"link to missing anchor #{parts.fragment}"))
     if problems:
         raise ContentError(problems)

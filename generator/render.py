@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import urlsplit
 
 import jinja2
 from markupsafe import Markup
@@ -43,11 +43,6 @@ def json_for_script(data: Any) -> Markup:
     except ValueError as exc:
         raise BuildError(f"cannot embed data in the page: {exc}") from None
     return Markup(text.translate(_SCRIPT_ESCAPES))
-
-
-def _check_finite(data: Any) -> None:
-    if isinstance(data, float) and not math.isfinite(data):
-        raise BuildError("embedded data contains NaN or infinity")
 
 
 @dataclass(frozen=True)
@@ -134,8 +129,7 @@ class Renderer:
         }
 
     # -- helpers for templates ------------------------------------------------------------
-    def _url_helpers(self, page_path: str) -> tuple[Callable, Callable]:
-        root = "../" * page_path.count("/")
+    def _url_helpers(self, root: str) -> tuple[Callable, Callable]:
 
         def asset(name: str) -> str:
             if name not in self.asset_names:
@@ -169,7 +163,7 @@ class Renderer:
         )
 
     def _render(self, template: str, page: Page, **extra: Any) -> bytes:
-        asset, url = self._url_helpers(page.path)
+        asset, url = self._url_helpers(page.root)
         html = self.theme.render(
             template,
             site=self.site,
@@ -274,8 +268,12 @@ class Renderer:
 
     def render_404(self) -> bytes:
         jsonld = {"@context": "https://schema.org", "@type": "WebPage", "name": "Page not found"}
-        page = Page("", f"Page not found | {self.site.title}", "This page does not exist.", "",
-                    "website", json_for_script(jsonld), self.site.language)
+        # A host serves 404.html at whatever path was asked for, so relative links would break:
+        # this page links from the site's root path (the path of base_url, else "/").
+        root = urlsplit(self.base_url).path if self.base_url else "/"
+        page = Page(path="", title=f"Page not found | {self.site.title}", description="This page does not exist.",
+                    canonical="", root=root, og_type="website", jsonld=json_for_script(jsonld),
+                    lang=self.site.language)
         return self._render("404.html", page)
 
     def sitemap(self, paths: list[str]) -> bytes:
