@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import yaml
 
 from generator.content import SLUG_RE, lab_folders
 from generator.errors import BuildError, ContentError, display_path
@@ -120,6 +123,8 @@ def new_lab(content: Path, slug: str, title: str | None = None, topic: str | Non
             numbers.append(int(value))
         except (ContentError, AttributeError, TypeError, ValueError):
             continue
+    if title is not None and (not title.strip() or "\n" in title or "\r" in title):
+        raise BuildError("the title must be one line of text, e.g. --title 'Positional encoding'")
     title = title or slug.replace("-", " ").capitalize()
     files = {
         "lab.yaml": LAB_YAML.format(title=_yaml_text(title), number=max(numbers) + 1, topic=topic),
@@ -135,7 +140,14 @@ def new_lab(content: Path, slug: str, title: str | None = None, topic: str | Non
 
 
 def _yaml_text(text: str) -> str:
-    """Quote a title for YAML when it needs it."""
-    if any(c in text for c in ':#{}[],&*!|>\'"%@`') or text.strip() != text:
-        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return text
+    """``text`` as a YAML value that reads back as exactly ``text``: plain when that is safe,
+    else double-quoted (a JSON string is a valid YAML double-quoted scalar)."""
+    try:
+        node = yaml.compose(f"title: {text}\n", Loader=yaml.SafeLoader)
+        value = node.value[0][1] if isinstance(node, yaml.MappingNode) and len(node.value) == 1 else None
+        if (isinstance(value, yaml.ScalarNode) and value.style is None and value.value == text
+                and value.tag != "tag:yaml.org,2002:null"):
+            return text
+    except yaml.YAMLError:
+        pass
+    return json.dumps(text, ensure_ascii=False)
