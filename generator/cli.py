@@ -7,6 +7,7 @@ Exit codes follow Click's convention: 0 success, 1 content or build errors (prin
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -63,6 +64,13 @@ def cmd_attention(args: argparse.Namespace) -> int:
     return 0
 
 
+def _base_url(value: str) -> str:
+    """``--base-url`` must be absolute, as ``base_url`` in site.yaml must; anything else is a usage error."""
+    if not re.match(r"^https?://[^\s/]+(/\S*)?$", value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not an absolute http(s) URL such as https://example.org/labs/")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="labs",
@@ -84,7 +92,7 @@ def parser() -> argparse.ArgumentParser:
     content_opt(b)
     theme_opt(b)
     b.add_argument("--output", type=Path, default=Path("site"), metavar="DIR", help="output folder (default: site/)")
-    b.add_argument("--base-url", metavar="URL", default=None,
+    b.add_argument("--base-url", metavar="URL", default=None, type=_base_url,
                    help="absolute URL the site will live at, for canonical links and the sitemap "
                         "(default: base_url in site.yaml)")
     b.set_defaults(func=cmd_build)
