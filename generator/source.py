@@ -43,7 +43,8 @@ def read_text(path: Path, root: Path | None = None, *, allow_empty: bool = False
     except UnicodeDecodeError as exc:
         before = raw[: exc.start]
         line = before.count(b"\n") + 1
-        column = len(before) - (before.rfind(b"\n") + 1) + 1
+        # In characters, like every other column we print (the text before the bad byte is valid UTF-8).
+        column = len(before[before.rfind(b"\n") + 1 :].decode("utf-8").removeprefix("\ufeff")) + 1
         raise ContentError(
             [Diagnostic(shown, line, column, f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save it as UTF-8")]
         ) from None
