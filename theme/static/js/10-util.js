@@ -66,6 +66,12 @@
     return s.charAt(0) === "-" ? "\u2212" + s.slice(1) : s;
   }
 
+  /** Shortest form, as the data has it: short(2) → "2", short(-0.5) → "−0.5". */
+  function short(x, digits) {
+    var s = String(Number(Number(x).toFixed(digits)));
+    return s.charAt(0) === "-" ? "\u2212" + s.slice(1) : s;
+  }
+
   /**
    * Roving focus over the items of a container: one Tab stop, arrows/Home/End move.
    * `onMove(index, item, event)` is called; it decides what moving means. `axis` is
@@ -112,6 +118,42 @@
     reopened = [];
   });
 
-  Labs.util = { h: h, readJSON: readJSON, store: store, roundShares: roundShares, fmt: fmt,
+  // From file:// a link to "labs/x/" opens a folder listing, not the page: point such links at
+  // the folder's index.html. Served over http(s) the clean URLs stay as they are.
+  if (location.protocol === "file:") {
+    Array.prototype.forEach.call(document.querySelectorAll("a[href]"), function (a) {
+      var href = a.getAttribute("href");
+      var m = /^([^#?:]*\/|\.\/?|\.\.\/?|)([?#].*)?$/.exec(href);
+      if (m && !/^[a-z]+:/i.test(href) && href.charAt(0) !== "#") {
+        var path = m[1] || "";
+        if (path === "." || path === "..") path += "/";
+        if (path) a.setAttribute("href", path + "index.html" + (m[2] || ""));
+      }
+    });
+  }
+
+  // A box that scrolls sideways (code on a phone) must be reachable by keyboard to be scrolled.
+  function focusableScrollers() {
+    Array.prototype.forEach.call(document.querySelectorAll(".codehilite, .prose table"), function (box) {
+      var scrolls = box.scrollWidth > box.clientWidth + 1;
+      if (scrolls && !box.hasAttribute("tabindex")) {
+        box.tabIndex = 0;
+        box.setAttribute("role", "region");
+        box.setAttribute("aria-label", box.tagName === "TABLE" ? "Table (scrolls sideways)" : "Code (scrolls sideways)");
+      } else if (!scrolls && box.getAttribute("tabindex") === "0") {
+        box.removeAttribute("tabindex");
+        box.removeAttribute("role");
+        box.removeAttribute("aria-label");
+      }
+    });
+  }
+  focusableScrollers();
+  var scrollerTimer = 0;
+  window.addEventListener("resize", function () {
+    clearTimeout(scrollerTimer);
+    scrollerTimer = setTimeout(focusableScrollers, 200);
+  });
+
+  Labs.util = { h: h, readJSON: readJSON, store: store, roundShares: roundShares, fmt: fmt, short: short,
     roving: roving, setTabStop: setTabStop, reducedMotion: reducedMotion, SVG: "http://www.w3.org/2000/svg" };
 })();

@@ -159,7 +159,7 @@
   /** The three largest weights, as "cat 41%, mat 28%, on 12%". */
   function topThree(v) {
     var idx = v.keys.map(function (k, j) { return j; })
-      .filter(function (j) { return !v.hidden[j] && !v.masked[j]; })
+      .filter(function (j) { return !v.hidden[j] && !v.masked[j] && v.pct[j] > 0; })
       .sort(function (a, b) { return v.pct[b] - v.pct[a] || v.weights[b] - v.weights[a] || a - b; });
     return idx.slice(0, 3).map(function (j) { return v.keys[j] + " " + v.pct[j] + "%"; }).join(", ");
   }
@@ -375,7 +375,8 @@
     el.special.checked = state.hide;
     el.headDesc.textContent = v.real
       ? "A real head of " + shortModel() + " (" + v.headName.toLowerCase() + "). Its weights come from the pretrained model; the ÷√d switch applies to the teaching heads only."
-      : v.meta.description + (v.meta.bias && v.meta.bias !== "none" ? " Bias: " + v.meta.bias : "");
+      : S.kind === "cross" && v.meta.cross ? v.meta.cross
+      : v.meta.description + (v.H.bias ? " It also adds a distance bias (step 2 below shows it)." : "");
 
     // Words: the query, shading by weight, masked future words.
     qButtons.forEach(function (b, i2) {
@@ -567,16 +568,16 @@
   }
   function numTable(caption, head, bodyRows, footRows) {
     var t = h("table", { "class": "sl-num" }, [h("caption", null, [caption]),
-      h("thead", null, [h("tr", null, head.map(function (c, i) { return h("th", { scope: "col" }, [c]); }))])]);
+      h("thead", null, [h("tr", null, head.map(function (c) { return h("th", { scope: "col" }, [c]); }))])]);
     var tb = h("tbody");
     bodyRows.forEach(function (r) { tb.appendChild(r); });
     t.appendChild(tb);
     if (footRows) { var tf = h("tfoot"); footRows.forEach(function (r) { tf.appendChild(r); }); t.appendChild(tf); }
-    return h("div", { "class": "sl-scroll" }, [t]);
+    return h("div", { "class": "sl-scroll", tabindex: "0", role: "region", "aria-label": caption }, [t]);
   }
   function numRow(label, cells, cls) {
     return h("tr", cls ? { "class": cls } : null, [h("th", { scope: "row" }, [label])].concat(cells.map(function (c) {
-      return typeof c === "object" && c !== null && c.nodeType ? c : h("td", { "class": c === "0" || c === "0.000" ? "z" : null }, [c]);
+      return typeof c === "object" && c !== null && c.nodeType ? c : h("td", { "class": c === "0" ? "z" : null }, [c]);
     })));
   }
   function keyLabel(v, j) {
@@ -593,12 +594,13 @@
     var vecs = [H.q[q]].concat(H.k);
     var cols = nonzeroCols(vecs);
     var hidden = d - cols.length;
-    var rowsOut = [numRow("q  " + v.word, cols.map(function (c) { return fmt(H.q[q][c], PREC.vectors > 2 ? 2 : PREC.vectors); }), "is-q")];
+    var rowsOut = [numRow("q  " + v.word, cols.map(function (c) { return u.short(H.q[q][c], PREC.vectors); }), "is-q")];
     H.k.forEach(function (k, j) {
-      rowsOut.push(numRow("k  " + keyLabel(v, j), cols.map(function (c) { return fmt(k[c], 2); }), v.masked[j] ? "is-masked" : null));
+      rowsOut.push(numRow("k  " + keyLabel(v, j), cols.map(function (c) { return u.short(k[c], PREC.vectors); }), v.masked[j] ? "is-masked" : null));
     });
+    var kd = m.k_dims || m.q_dims;
     box.appendChild(numTable("Query and keys" + (hidden ? " (" + hidden + " all-zero dimension" + (hidden > 1 ? "s" : "") + " left out)" : ""),
-      ["vector"].concat(cols.map(function (c) { return m.q_dims[c]; })), rowsOut));
+      ["vector"].concat(cols.map(function (c) { return kd[c] === m.q_dims[c] ? m.q_dims[c] : h("span", null, [m.q_dims[c], h("br"), "× " + kd[c]]); })), rowsOut));
   }
 
   function stepScore(v, box) {
@@ -608,7 +610,7 @@
       "means “this key is what I'm looking for”. " + (state.scale
         ? "Then divide by √d = √" + d + " = " + fmt(root2, 2) + " to keep the scores in a range where the softmax stays smooth."
         : "The ÷√d switch is off, so the raw scores go straight to the softmax.")]));
-    if (hasBias) box.appendChild(h("p", null, ["This head also adds a bias to every score: " + m.bias]));
+    if (hasBias) box.appendChild(h("p", null, ["This head also adds a bias to every score, after the division: " + m.bias]));
     var head = ["key", "q·k"];
     if (state.scale) head.push("÷ √" + d);
     if (hasBias) head.push("+ bias");
@@ -616,11 +618,11 @@
     var out = H.k.map(function (k, j) {
       var raw = H.scores[q][j];
       if (raw === null) return numRow(keyLabel(v, j), head.slice(1).map(function (c, i) { return i === 0 ? "masked" : "–"; }), "is-masked");
-      var cells = [fmt(raw, 3)];
+      var cells = [u.short(raw, PREC.vectors)];
       // The scaled column is the build's score less the bias, so the row adds up as printed.
-      if (state.scale) cells.push(fmt(H.scaled[q][j] - (hasBias ? H.bias[q][j] : 0), 3));
-      if (hasBias) cells.push(fmt(H.bias[q][j], 3));
-      cells.push(fmt(scoreOf(H, q, j), 3));
+      if (state.scale) cells.push(u.short(H.scaled[q][j] - (hasBias ? H.bias[q][j] : 0), PREC.vectors));
+      if (hasBias) cells.push(u.short(H.bias[q][j], PREC.vectors));
+      cells.push(u.short(scoreOf(H, q, j), PREC.vectors));
       return numRow(keyLabel(v, j), cells, null);
     });
     box.appendChild(numTable("Scores for “" + v.word + "”", head, out));
@@ -644,7 +646,7 @@
     var out = [];
     for (j = 0; j < n; j++) {
       out.push(numRow(keyLabel(v, j), scores[j] === null ? ["−∞", "0", fmt(0, 4), "0%"]
-        : [fmt(scores[j], 3), fmt(ex[j], 3), fmt(v.weights[j], PREC.weights), v.pct[j] + "%"], scores[j] === null ? "is-masked" : null));
+        : [u.short(scores[j], PREC.vectors), fmt(ex[j], 3), fmt(v.weights[j], PREC.weights), v.pct[j] + "%"], scores[j] === null ? "is-masked" : null));
     }
     box.appendChild(numTable("Softmax for “" + v.word + "”", ["key", "score", "e^(score − max)", "weight", "%"], out,
       [numRow("sum", ["", fmt(total, 3), fmt(sum(v.weights), 2), sum(v.pct) + "%"])]));
@@ -662,7 +664,7 @@
       v.word + "”." + (state.scale ? "" : " (With ÷√d off, this blend is recomputed here from the weights shown.)")]));
     var cols = nonzeroCols(H.v.concat([outVec]));
     var out = H.v.map(function (vec, j) {
-      return numRow(keyLabel(v, j), [fmt(v.weights[j], 3)].concat(cols.map(function (c) { return fmt(vec[c], 2); })), v.masked[j] ? "is-masked" : null);
+      return numRow(keyLabel(v, j), [fmt(v.weights[j], 3)].concat(cols.map(function (c) { return u.short(vec[c], PREC.vectors); })), v.masked[j] ? "is-masked" : null);
     });
     box.appendChild(numTable("Values, weighted", ["value", "weight"].concat(cols.map(function (c) { return m.v_dims[c]; })), out,
       [numRow("output", ["Σ"].concat(cols.map(function (c) { return fmt(outVec[c], 3); })))]));
