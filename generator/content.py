@@ -306,23 +306,32 @@ class _Loader:
         if kind == "word":
             return self.word_question(r, where, qid, prompt, explanation_html, widget)
         options = []
+        unreadable = False  # an option with a mistake of its own: its count errors would only echo it
         for j, _ in enumerate(r.sequence(where + ("options",)) or []):
             ow = where + ("options", j)
-            if r.mapping(ow, required=("text", "why"), optional=("correct",)) is None:
+            option = r.mapping(ow, required=("text", "why"), optional=("correct",))
+            if option is None:
+                unreadable = True
                 continue
             text = self.inline_markdown(r, ow + ("text",), links)
             why = self.inline_markdown(r, ow + ("why",), links)
-            correct = r.boolean(ow + ("correct",)) or False
+            correct = r.boolean(ow + ("correct",))
+            if correct is None and option.get("correct") is not None:
+                unreadable = True
             if text and why:
-                options.append(Option(f"{qid}-{chr(97 + j) if j < 26 else j}", _unwrap_p(text.html), text.text, correct, why.html))
+                options.append(Option(f"{qid}-{chr(97 + j) if j < 26 else j}", _unwrap_p(text.html), text.text,
+                                      bool(correct), why.html))
+            else:
+                unreadable = True
         n_correct = sum(o.correct for o in options)
-        if options and len(options) < 2:
-            r.error(where + ("options",), "a question needs at least two options")
-        if options and n_correct == 0:
-            r.error(where + ("options",), "no option is marked 'correct: true'")
-        if kind == "single" and n_correct > 1:
-            r.error(where + ("options",), f"a single-choice question has exactly one correct option, found {n_correct}; "
-                    "use type: multiple for several")
+        if options and not unreadable:
+            if len(options) < 2:
+                r.error(where + ("options",), "a question needs at least two options")
+            if n_correct == 0:
+                r.error(where + ("options",), "no option is marked 'correct: true'")
+            if kind == "single" and n_correct > 1:
+                r.error(where + ("options",), f"a single-choice question has exactly one correct option, "
+                        f"found {n_correct}; use type: multiple for several")
         texts = [o.text for o in options]
         for j, o in enumerate(options):
             if texts.count(o.text) > 1 and texts.index(o.text) != j:
