@@ -249,8 +249,13 @@ class _Loader:
                 continue
             question = r.string((i, "question"), multiline=False)
             answer = self.inline_markdown(r, (i, "answer"), links)
-            item_id = r.string((i, "id"), required=False, multiline=False) or (f"faq-{slugify(question)}" if question else "")
-            if item_id in ids:
+            given = r.string((i, "id"), required=False, multiline=False)
+            item_id = given or (f"faq-{slugify(question)}" if question else "")
+            if given and not SLUG_RE.match(given):
+                r.error((i, "id"), f"FAQ id {given!r} must be lower-case letters, digits and dashes")
+            elif given and given in ids:
+                r.error((i, "id"), f"duplicate FAQ id {given!r}")
+            elif item_id in ids:
                 r.error((i, "question"), f"duplicate FAQ id {item_id!r}; give one of them an 'id'")
             if question and answer:
                 ids.add(item_id)
