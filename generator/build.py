@@ -24,6 +24,7 @@ from generator.attention.widget import check_claims, compute_widget, top_keys
 from generator.content import load_content
 from generator.errors import BuildError, ContentError, Diagnostic, display_path
 from generator.model import Content
+from generator.realmodel import compute_real
 from generator.render import Renderer, Theme
 
 log = logging.getLogger(__name__)
@@ -48,15 +49,25 @@ class BuildResult:
     output: Path | None
 
 
-def compute(content: Content) -> dict[str, dict]:
+def compute(content: Content, model_dir: Path | None = None,
+            report: Callable[[str], None] = lambda _: None) -> dict[str, dict]:
     """Run the attention core for every lab; check declared relations and quiz answer keys
-    against the computed weights. Returns each lab's spotlight payload by slug."""
+    against the computed weights; add real model heads (from the cache, or from the
+    checkpoint in ``model_dir``). Returns each lab's spotlight payload by slug."""
     payloads: dict[str, dict] = {}
     problems: list[Diagnostic] = []
     for lab in content.labs:
         payload = compute_widget(lab.widget)
         problems.extend(check_claims(lab.widget, payload))
         problems.extend(_check_word_questions(lab, payload))
+        if lab.model is not None:
+            try:
+                payload["real"], notes = compute_real(lab.model, lab.widget, model_dir)
+            except ContentError as exc:
+                problems.extend(exc.diagnostics)
+            else:
+                for note in notes:
+                    report(f"note: {note}")
         payloads[lab.slug] = payload
     if problems:
         raise ContentError(problems)
@@ -153,14 +164,15 @@ def _link_problem(content: Content, page: str, href: str, message: str) -> Diagn
 
 
 def build_files(content_dir: Path, theme_dir: Path, base_url: str | None = None,
-                report: Callable[[str], None] = lambda _: None) -> tuple[dict[str, bytes], Content]:
+                report: Callable[[str], None] = lambda _: None,
+                model_dir: Path | None = None) -> tuple[dict[str, bytes], Content]:
     """Everything a build writes, in memory. Raises ContentError/BuildError on any problem."""
     started = time.perf_counter()
     content = load_content(content_dir)
     report(f"loaded {len(content.labs)} lab{'s' * (len(content.labs) != 1)} from {display_path(content_dir)}/ "
            f"({time.perf_counter() - started:.2f} s)")
     t = time.perf_counter()
-    payloads = compute(content)
+    payloads = compute(content, model_dir, report)
     report(f"computed attention for {sum(len(p['sentences']) for p in payloads.values())} sentences "
            f"({time.perf_counter() - t:.2f} s)")
     t = time.perf_counter()
@@ -220,21 +232,22 @@ def write_site(files: dict[str, bytes], output: Path) -> None:
 
 
 def build(content_dir: Path, theme_dir: Path, output: Path, base_url: str | None = None,
-          report: Callable[[str], None] = lambda _: None) -> BuildResult:
+          report: Callable[[str], None] = lambda _: None, model_dir: Path | None = None) -> BuildResult:
     """Build the site from ``content_dir`` with ``theme_dir`` into ``output``, atomically."""
     started = time.perf_counter()
     content_dir, theme_dir, output = Path(content_dir), Path(theme_dir), Path(output)
     if not theme_dir.is_dir():
         raise BuildError("theme folder not found", display_path(theme_dir))
     _guard_output(output, content_dir, theme_dir)
-    files, content = build_files(content_dir, theme_dir, base_url, report)
+    files, content = build_files(content_dir, theme_dir, base_url, report, model_dir)
     write_site(files, output)
     pages = sum(p.endswith(".html") for p in files)
     return BuildResult(files, content, pages, time.perf_counter() - started, output)
 
 
-def check(content_dir: Path, theme_dir: Path, report: Callable[[str], None] = lambda _: None) -> BuildResult:
+def check(content_dir: Path, theme_dir: Path, report: Callable[[str], None] = lambda _: None,
+          model_dir: Path | None = None) -> BuildResult:
     """Everything a build does except writing: validation, computation, claims, links."""
     started = time.perf_counter()
-    files, content = build_files(Path(content_dir), Path(theme_dir), None, report)
+    files, content = build_files(Path(content_dir), Path(theme_dir), None, report, model_dir)
     return BuildResult(files, content, sum(p.endswith(".html") for p in files), time.perf_counter() - started, None)

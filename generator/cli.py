@@ -26,7 +26,7 @@ def _err(message: str) -> None:
 def cmd_build(args: argparse.Namespace) -> int:
     from generator.build import build
 
-    result = build(args.content, args.theme, args.output, base_url=args.base_url, report=_out)
+    result = build(args.content, args.theme, args.output, base_url=args.base_url, report=_out, model_dir=args.model)
     n_labs = len(result.content.labs)
     _out(f"built {result.pages} pages, {n_labs} lab{'s' * (n_labs != 1)} in {result.seconds:.2f} s → "
          f"{display_path(args.output)}/")
@@ -36,7 +36,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from generator.build import check
 
-    result = check(args.content, args.theme, report=_out)
+    result = check(args.content, args.theme, report=_out, model_dir=args.model)
     n_labs = len(result.content.labs)
     _out(f"ok: {n_labs} lab{'s' * (n_labs != 1)}, {result.pages} pages checked in {result.seconds:.2f} s — no errors")
     return 0
@@ -58,7 +58,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_attention(args: argparse.Namespace) -> int:
-    from generator.attention.bert import inspect_attention
+    from generator.attention.realheads import inspect_attention
 
     _out(inspect_attention(args.model, args.sentence, layer=args.layer, head=args.head, as_json=args.json))
     return 0
@@ -69,6 +69,22 @@ def _base_url(value: str) -> str:
     if not re.match(r"^https?://[^\s/]+(/\S*)?$", value):
         raise argparse.ArgumentTypeError(f"{value!r} is not an absolute http(s) URL such as https://example.org/labs/")
     return value
+
+
+def cmd_heads(args: argparse.Namespace) -> int:
+    from generator.content import load_content
+    from generator.realmodel import model_sentences, refresh
+
+    content = load_content(args.content)
+    labs = [lab for lab in content.labs if lab.model is not None and (not args.lab or lab.slug in args.lab)]
+    if not labs:
+        _out("no lab has a 'model:' section; nothing to do")
+    for lab in labs:
+        computed, path = refresh(lab.model, lab.widget, args.model)
+        total = len(model_sentences(lab.widget))
+        _out(f"{display_path(path)}: {len(computed)} of {total} sentence{'s' * (total != 1)} computed, "
+             f"the rest already cached")
+    return 0
 
 
 def parser() -> argparse.ArgumentParser:
@@ -83,6 +99,11 @@ def parser() -> argparse.ArgumentParser:
         sp.add_argument("--content", type=Path, default=Path("content"), metavar="DIR",
                         help="content folder (default: content/)")
 
+    def model_opt(sp, required=False):
+        sp.add_argument("--model", type=Path, default=None, metavar="DIR", required=required,
+                        help="local BERT-family checkpoint folder for labs with real model heads "
+                             "(default: the lab's model.checkpoint, else its committed cache)")
+
     def theme_opt(sp):
         sp.add_argument("--theme", type=Path, default=Path("theme"), metavar="DIR",
                         help="theme folder with templates/ and static/ (default: theme/)")
@@ -95,6 +116,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--base-url", metavar="URL", default=None, type=_base_url,
                    help="absolute URL the site will live at, for canonical links and the sitemap "
                         "(default: base_url in site.yaml)")
+    model_opt(b)
     b.set_defaults(func=cmd_build)
 
     c = sub.add_parser("check", help="validate content without writing anything",
@@ -102,6 +124,7 @@ def parser() -> argparse.ArgumentParser:
                                    "internal links and anchors. Writes nothing.")
     content_opt(c)
     theme_opt(c)
+    model_opt(c)
     c.set_defaults(func=cmd_check)
 
     n = sub.add_parser("new", help="scaffold a new lab", description="Create content/labs/SLUG/ with every file a "
@@ -122,6 +145,15 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one)")
     s.add_argument("--open", action="store_true", help="open the site in a web browser")
     s.set_defaults(func=cmd_serve)
+
+    h = sub.add_parser("heads", help="compute real model heads into each lab's cache file",
+                       description="Run the checkpoint over every sentence of each lab with a 'model:' section and "
+                                   "store the attention in the lab's cache file, so builds need no checkpoint. "
+                                   "This is the one command that writes into content/.")
+    content_opt(h)
+    model_opt(h)
+    h.add_argument("--lab", action="append", metavar="SLUG", help="only this lab (repeatable)")
+    h.set_defaults(func=cmd_heads)
 
     a = sub.add_parser("attention", help="print a pretrained model's attention for a sentence",
                        description="Run a BERT-family checkpoint from a local folder (config.json, model.safetensors, "

@@ -22,6 +22,7 @@ from pathlib import Path
 from generator.attention.widget import WidgetSpec, read_widget
 from generator.errors import ContentError, Diagnostic, Diagnostics, did_you_mean, display_path
 from generator.markdown_render import RenderedMarkdown, render_markdown
+from generator.realmodel import read_model
 from generator.model import Card, Content, FaqItem, Lab, LegendItem, Option, Question, Quiz, Section, Site, Topic
 from generator.source import Reader, YamlDoc, load_yaml, read_text
 
@@ -167,7 +168,7 @@ class _Loader:
             return None
         r = Reader(doc, self.diags)
         if r.mapping((), required=("number", "title", "tagline", "topic", "summary", "gist", "widget"),
-                     optional=("subtitle", "legend", "sections", "cards")) is None:
+                     optional=("subtitle", "legend", "sections", "cards", "model")) is None:
             return None
         number = r.integer(("number",), minimum=0)
         topic = r.string(("topic",), multiline=False)
@@ -200,6 +201,7 @@ class _Loader:
             if title and body:
                 cards.append(Card(title, icon, body.html))
         widget = read_widget(r, ("widget",))
+        model = read_model(r, ("model",), widget, folder) if "model" in (r.value(()) or {}) else None
         faq = self.faq(folder / "faq.yaml", links)
         quiz = self.quiz(folder / "quiz.yaml", slug, widget, links)
         if len(self.diags.items) > before or None in (number, topic, gist, widget, faq, quiz):
@@ -220,6 +222,7 @@ class _Loader:
             quiz=quiz,
             widget=widget,
             source_dir=folder,
+            model=model,
         )
 
     def section(self, r: Reader, where: tuple, folder: Path, links, default_id: str = "") -> Section | None:

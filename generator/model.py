@@ -113,6 +113,7 @@ class Lab:
     quiz: Quiz
     widget: Any  # generator.attention.widget.WidgetSpec
     source_dir: Path = field(compare=False)
+    model: Any = None  # generator.realmodel.ModelSpec, when the lab shows a pretrained model's heads
 
     @property
     def label(self) -> str:
