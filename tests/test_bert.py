@@ -2,11 +2,11 @@
 
 The forward pass is checked three ways: against a deliberately naive float64 re-statement
 here (loops over heads, exact math.erf), against transformers' ``BertModel`` on a tiny random
-checkpoint, and, when LABS_MINILM_DIR points at all-MiniLM-L6-v2, against transformers on it.
+checkpoint, and against transformers on the real all-MiniLM-L6-v2 (see conftest.minilm_dir).
 
 transformers/torch are optional (the ``reference`` extra): those tests skip without them,
 unless LABS_REQUIRE_REFERENCE=1, which makes their absence a failure. The real-checkpoint
-tests skip whenever LABS_MINILM_DIR is unset, whatever LABS_REQUIRE_REFERENCE says.
+tests follow the same rule (conftest.minilm_dir).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import minilm_dir
 
 from generator.attention.bert import (
     BertConfig,
@@ -31,7 +32,11 @@ from generator.attention.bert import (
     run_sentence,
     write_random_checkpoint,
 )
-from generator.attention.safetensors_io import load_safetensors, read_header, save_safetensors
+from generator.attention.safetensors_io import (
+    load_safetensors,
+    read_header,
+    save_safetensors,
+)
 from generator.errors import BuildError
 
 TINY = BertConfig(
@@ -60,14 +65,6 @@ def reference(module: str):
         if os.environ.get("LABS_REQUIRE_REFERENCE") == "1":
             pytest.fail(f"LABS_REQUIRE_REFERENCE=1 but {module!r} cannot be imported: {exc}")
         pytest.skip(f"{module!r} is not installed (the optional 'reference' extra)")
-
-
-def minilm_dir() -> Path:
-    """The real all-MiniLM-L6-v2 folder from LABS_MINILM_DIR, or skip (never a failure)."""
-    folder = os.environ.get("LABS_MINILM_DIR")
-    if not folder:
-        pytest.skip("LABS_MINILM_DIR is not set (path to an all-MiniLM-L6-v2 folder)")
-    return Path(folder)
 
 
 @pytest.fixture(scope="module")

@@ -1,19 +1,19 @@
 """Real heads: rounding, word merging, the head finder, the cache and the inspector.
 
 Everything here runs on a tiny random checkpoint the tests write themselves; one test also
-runs the inspector on all-MiniLM-L6-v2 when LABS_MINILM_DIR points at it (skipped otherwise).
+runs the inspector on all-MiniLM-L6-v2 (see conftest.minilm_dir).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import string
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import minilm_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -420,9 +420,7 @@ def test_inspect_bad_folder_names_the_file(tiny_dir, tmp_path):
 
 
 def test_inspect_real_minilm():
-    folder = os.environ.get("LABS_MINILM_DIR")
-    if not folder:
-        pytest.skip("LABS_MINILM_DIR is not set (path to an all-MiniLM-L6-v2 folder)")
+    folder = minilm_dir()
     data = json.loads(inspect_attention(Path(folder), "The keys to the cabinet are on the table.", as_json=True))
     assert data["tokens"] == ["[CLS]", "the", "keys", "to", "the", "cabinet", "are", "on", "the", "table", ".", "[SEP]"]
     assert np.array(data["attentions"]).shape == (6, 12, 12, 12)

@@ -14,6 +14,7 @@ import string
 from pathlib import Path
 
 import pytest
+from conftest import minilm_dir
 
 from generator.attention.wordpiece import (
     WordPieceTokenizer,
@@ -199,15 +200,17 @@ TRICKY_IDS = [
 
 
 def _vocab_folder(tiny_dir: Path) -> Path:
-    real = os.environ.get("LABS_MINILM_DIR")
-    return Path(real) if real else tiny_dir
+    """The real MiniLM vocabulary (30,522 pieces): the tricky strings need a real-sized one."""
+    return minilm_dir()
 
 
 def _python_reference(folder: Path):
     """The classic pure-Python BertTokenizer (``BertTokenizerLegacy`` since transformers 5)."""
     transformers = reference("transformers")
     try:
-        from transformers.models.bert.tokenization_bert_legacy import BertTokenizerLegacy as Slow
+        from transformers.models.bert.tokenization_bert_legacy import (
+            BertTokenizerLegacy as Slow,
+        )
     except ImportError:  # transformers 4: BertTokenizer is the Python one
         Slow = transformers.BertTokenizer
     return Slow(str(folder / "vocab.txt"), do_lower_case=True)
