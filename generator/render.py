@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -17,7 +18,7 @@ from urllib.parse import urlsplit
 import jinja2
 from markupsafe import Markup
 
-from generator.errors import BuildError, display_path
+from generator.errors import BuildError, SiteError, display_path
 from generator.model import Content, Lab, Topic
 
 STORAGE_PREFIX = "attention-labs:v1"
@@ -101,8 +102,19 @@ class Theme:
             raise BuildError(f"{where}:{exc.lineno}: template error: {exc.message}") from None
         except jinja2.TemplateNotFound as exc:
             raise BuildError(f"theme template {exc.name!r} not found", display_path(self.folder / "templates")) from None
-        except jinja2.UndefinedError as exc:
-            raise BuildError(f"template {template}: {exc.message}", display_path(self.folder / "templates" / template)) from None
+        except SiteError:
+            raise  # ours, from a helper such as asset() or url()
+        except Exception as exc:  # the template failed while rendering: undefined name, bad operand, …
+            message = exc.message if isinstance(exc, jinja2.UndefinedError) else f"{type(exc).__name__}: {exc}"
+            raise BuildError(f"{self._template_line(exc, template)}: template error: {message}") from None
+
+    def _template_line(self, exc: Exception, template: str) -> str:
+        """``path:line`` of the innermost template frame of ``exc`` (Jinja puts template lines in tracebacks)."""
+        templates = (self.folder / "templates").resolve()
+        for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+            if frame.filename and Path(frame.filename).resolve().is_relative_to(templates):
+                return f"{display_path(frame.filename)}:{frame.lineno}"
+        return f"{display_path(self.folder / 'templates' / template)}:1"
 
 
 def fingerprint(name: str, data: bytes) -> str:
