@@ -65,8 +65,8 @@
     var n = isReal ? R.words.length : S.queries.length;
     var q = parseInt(st.q, 10);
     if (!(q >= 0 && q < n)) q = s === d.sentence && !isReal && d.query < n ? d.query : 0;
-    var hide = isReal && !!st.hide;
-    if (hide && R.special[q]) q = firstPlain(R);
+    var hide = !!st.hide; // remembered across heads; it only applies to real ones
+    if (isReal && hide && R.special[q]) q = firstPlain(R);
     return { s: s, h: hid, q: q, scale: st.scale !== false, hide: hide, step: st.step || 0 };
   }
   function firstPlain(R) {
@@ -140,6 +140,7 @@
       v.pct = u.roundShares(row, 100);
       v.masked = row.map(function () { return false; });
       v.hidden = R.special.map(function (sp) { return state.hide && sp; });
+      v.hiding = state.hide;
       v.headName = "Layer " + rh.layer + ", head " + rh.head;
     } else {
       var H = S.heads[state.h];
@@ -282,10 +283,10 @@
     el.model.hidden = !R;
     cells = [];
     if (!R) return;
-    el.modelIntro.textContent = "These are real attention weights: " + real.model + " (" + real.layers +
-      " layers × " + real.heads + " heads) read this sentence when the page was built, run by our own NumPy " +
-      "forward pass of the published weights. Nobody designed them. Each square shows where the current " +
-      "query's attention goes in that head; layers and heads are numbered from 0.";
+    el.modelIntro.textContent = "These are real attention weights of " + real.model + " (" + real.layers +
+      " layers × " + real.heads + " heads), computed for this sentence by our own NumPy forward pass of its " +
+      "published weights: nobody designed them. Each square shows where the current word's attention goes " +
+      "in one head; layers and heads are numbered from 0.";
     el.grid.textContent = "";
     el.grid.style.setProperty("--heads", real.heads);
     for (var L = 0; L < real.layers; L++) {
@@ -301,16 +302,14 @@
     cells[0].button.tabIndex = 0;
     el.finder.textContent = "";
     (real.finder || []).forEach(function (f) {
-      if (!f.best || !f.best.length) return;
-      var b0 = f.best[0];
-      var btn = h("button", { type: "button", "class": "btn", "data-head": "L" + b0.layer + "H" + b0.head },
-        ["layer " + b0.layer + ", head " + b0.head]);
-      el.finder.appendChild(h("span", null, [
-        "Best head for “" + f.relation + "”: ", btn,
-        " (score " + Math.round(b0.score * 100) + "%" +
-          (f.baseline ? "; “word at offset " + f.baseline.offset + "” baseline " + Math.round(f.baseline.score * 100) + "%" : "") +
-          "). "
-      ]));
+      var b0 = f.best && f.best[0];
+      if (!b0) return;
+      var off = f.baseline && f.baseline.offset;
+      el.finder.appendChild(h("li", null, [f.relation + ", " + f.count + (f.count === 1 ? " pair: " : " pairs: "),
+        h("button", { type: "button", "class": "btn", "data-head": "L" + b0.layer + "H" + b0.head }, ["layer " + b0.layer + ", head " + b0.head]),
+        " finds " + Math.round(b0.score * 100) + "%" + (f.baseline ? "; looking " + Math.abs(off) + " word" +
+          (Math.abs(off) === 1 ? "" : "s") + (off < 0 ? " back" : " ahead") + " finds " + Math.round(f.baseline.score * 100) + "%" : "") +
+          (f.beats_baseline ? "." : " — no better.")]));
     });
   }
 
@@ -354,13 +353,23 @@
   /* ---------- paint: writes only ---------- */
 
   function render() {
-    var key = state.s + "|" + (parseReal(state.h) ? "real" : "teach") + "|" + state.hide;
-    if (key !== built) {
-      build();
-      built = key;
-      measure();
+    var isReal = !!parseReal(state.h);
+    var key = state.s + "|" + isReal + "|" + (isReal && state.hide);
+    if (key === built) return paint();
+    // Rebuilding replaces buttons: keep keyboard focus on the equivalent new one.
+    var a = document.activeElement, again = null;
+    if (a && a !== root && root.contains(a) && a.parentNode && a.parentNode.id) {
+      again = "#" + a.parentNode.id + " > [" + (a.hasAttribute("data-head") ? 'data-head="' + a.getAttribute("data-head") + '"]'
+        : 'aria-pressed="true"]');
     }
+    build();
+    built = key;
+    measure();
     paint();
+    if (again && !root.contains(document.activeElement)) {
+      var b = root.querySelector(again);
+      if (b) b.focus();
+    }
   }
 
   function paint() {
@@ -407,14 +416,15 @@
 
     // Notes under the sentence.
     var notes = [];
-    if (S.note) notes.push(S.note);
+    if (S.note && !(v.real && S.kind === "causal")) notes.push(S.note);
+    if (v.real && S.kind === "causal") notes.push("This model is an encoder: it reads the whole sentence at once, with no causal mask.");
     if (!v.real && S.kind === "causal" && q < v.keys.length - 1) {
       var later = v.keys.length - 1 - q;
       notes.push("Greyed out: the " + (later === 1 ? "word" : later + " words") + " after “" + v.word + "”, masked to weight 0" +
         (/look ahead/i.test(S.note || "") ? "." : " — a decoder can't look ahead."));
     }
     var hiddenPct = 0, hiddenNames = [];
-    if (v.real && state.hide) {
+    if (v.hiding) {
       v.keys.forEach(function (k, j2) {
         if (v.hidden[j2]) { hiddenPct += v.pct[j2]; if (hiddenNames.indexOf(k) < 0) hiddenNames.push(k); }
       });
@@ -434,7 +444,7 @@
       r.tag.textContent = v.masked[j] ? "masked" : (!v.cross && j === q ? "itself" : "");
     }
     el.tfoot.textContent = "";
-    if (v.real && state.hide) {
+    if (v.hiding) {
       el.tfoot.appendChild(h("tr", null, [h("th", { scope: "row" }, ["Shown"]), h("td", { "class": "sl-pct" }, [(100 - hiddenPct) + "%"]), h("td")]));
       el.tfoot.appendChild(h("tr", { "class": "sl-hidden-row" }, [h("th", { scope: "row" }, ["Hidden " + hiddenNames.join(", ")]),
         h("td", { "class": "sl-pct" }, [hiddenPct + "%"]), h("td")]));
@@ -508,22 +518,25 @@
     return t;
   }
 
-  /* Map a query between the teaching words and the model's tokens ([CLS] w1 … [SEP]). */
-  function plainIndex(R) {
-    var out = [];
-    R.special.forEach(function (sp, i) { if (!sp) out.push(i); });
-    return out;
+  /* Map a query between the teaching words and the model's tokens ([CLS] the cat … [SEP]):
+     each word goes to its first word piece ("didn't" → didn ' t). */
+  var aligned = {};
+  function alignment(sid) {
+    if (aligned[sid]) return aligned[sid];
+    var R = realOf(sid), words = sentences[sid].queries, map = [], p = 0;
+    words.forEach(function (w) {
+      while (p < R.words.length - 1 && R.special[p]) p++;
+      map.push(p);
+      var got = "";
+      while (p < R.words.length && !R.special[p] && got.length < w.length) got += R.words[p++].replace(/^##/, "");
+    });
+    return (aligned[sid] = map);
   }
-  function toReal(q) {
-    var R = realOf(state.s), plain = plainIndex(R), n = sentences[state.s].queries.length;
-    if (plain.length === n) return plain[q];
-    return Math.min(q + 1, R.words.length - 1);
-  }
+  function toReal(q) { return alignment(state.s)[q]; }
   function toTeach(rq) {
-    var R = realOf(state.s), plain = plainIndex(R), n = sentences[state.s].queries.length;
-    var at = plain.indexOf(rq);
-    if (plain.length === n && at >= 0) return at;
-    return Math.max(0, Math.min(n - 1, rq - 1));
+    var map = alignment(state.s), i = 0;
+    while (i + 1 < map.length && map[i + 1] <= rq) i++;
+    return i;
   }
 
   /* ---------- under the hood: the four moves, with the actual numbers ---------- */
