@@ -17,6 +17,7 @@ rewritten to relative URLs so the site works from any folder, sub-path or file:/
 from __future__ import annotations
 
 import re
+import threading
 import xml.etree.ElementTree as etree
 from dataclasses import dataclass, field
 from html import unescape
@@ -145,27 +146,37 @@ def _slugify(value: str, separator: str) -> str:
     return re.sub(r"[\s_-]+", separator, value)
 
 
+_local = threading.local()
+
+
+def _converter() -> tuple[markdown.Markdown, _MathState, list[str]]:
+    """One Markdown instance per thread, reset between documents: building one costs more
+    than converting a short answer, and a build converts thousands of them."""
+    cached = getattr(_local, "converter", None)
+    if cached is None:
+        state, links = _MathState(), []
+        md = markdown.Markdown(
+            extensions=["fenced_code", "tables", "sane_lists", "codehilite", "toc", _Extension(state, links)],
+            extension_configs={
+                "codehilite": {"css_class": "codehilite", "guess_lang": False, "use_pygments": True},
+                # Authors' "#" is the page's h2: the lab title is the only h1.
+                "toc": {"slugify": _slugify, "permalink": False, "baselevel": 2},
+            },
+            output_format="html",
+        )
+        cached = _local.converter = (md, state, links)
+    md, state, links = cached
+    md.reset()
+    state.pieces, state.problems = [], []
+    links.clear()
+    return cached
+
+
 def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
     """Render ``source``. ``resolve_link(href) -> str | None`` rewrites ``lab:``/``topic:`` links
     (return None to leave an href unchanged); problems with links are checked by the caller
     from :attr:`RenderedMarkdown.links`."""
-    state, links = _MathState(), []
-    md = markdown.Markdown(
-        extensions=[
-            "fenced_code",
-            "tables",
-            "sane_lists",
-            "codehilite",
-            "toc",
-            _Extension(state, links),
-        ],
-        extension_configs={
-            "codehilite": {"css_class": "codehilite", "guess_lang": False, "use_pygments": True},
-            # Authors' "#" is the page's h2: the lab title is the only h1.
-            "toc": {"slugify": _slugify, "permalink": False, "baselevel": 2},
-        },
-        output_format="html",
-    )
+    md, state, links = _converter()
     html = md.convert(source)
     html = nh3.clean(
         html,
@@ -184,7 +195,7 @@ def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
     text = plain_text(html)
     html = re.sub("<p>\\s*(\ue000math\\d+\ue001)\\s*</p>", r"\1", html)  # display math is a block
     html = _MATH_TOKEN_RE.sub(lambda m: state.pieces[int(m.group(1))], html)
-    return RenderedMarkdown(html=html, text=text, math_problems=state.problems, links=links)
+    return RenderedMarkdown(html=html, text=text, math_problems=list(state.problems), links=list(links))
 
 
 def escape_attr(value: str) -> str:

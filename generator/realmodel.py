@@ -254,6 +254,7 @@ def _finder(spec: ModelSpec, widget, entries: dict[str, dict]) -> list[dict]:
     if problems:
         raise ContentError(problems)
     reports = []
+    arrays = {sid: np.asarray(entry["attention"], dtype=np.int32) for sid, entry in entries.items()}  # [L, H, n, n]
     for kind in sorted(by_kind):
         hits_total = None
         baseline = None
@@ -262,8 +263,7 @@ def _finder(spec: ModelSpec, widget, entries: dict[str, dict]) -> list[dict]:
         for sentence_id in sorted({s for s, _, _ in by_kind[kind]}):
             entry = entries[sentence_id]
             rels = [(q, k, kind) for s, q, k in by_kind[kind] if s == sentence_id]
-            attention = np.asarray(entry["attention"], dtype=np.float64)
-            per_head = _head_hits(attention, rels, entry["special"])
+            per_head = _head_hits(arrays[sentence_id], rels, entry["special"])
             hits_total = per_head if hits_total is None else hits_total + per_head
             b = _baseline_hits(rels, entry["special"])
             baseline = b if baseline is None else baseline + b

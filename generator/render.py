@@ -23,13 +23,7 @@ from generator.model import Content, Lab, Topic
 
 STORAGE_PREFIX = "attention-labs:v1"
 
-_SCRIPT_ESCAPES = {
-    ord("<"): "\\u003c",
-    ord(">"): "\\u003e",
-    ord("&"): "\\u0026",
-    0x2028: "\\u2028",
-    0x2029: "\\u2029",
-}
+_SCRIPT_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
 
 
 def json_for_script(data: Any) -> Markup:
@@ -43,7 +37,9 @@ def json_for_script(data: Any) -> Markup:
         text = json.dumps(data, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except ValueError as exc:
         raise BuildError(f"cannot embed data in the page: {exc}") from None
-    return Markup(text.translate(_SCRIPT_ESCAPES))
+    for char, escape in _SCRIPT_ESCAPES:  # str.replace is much faster than str.translate here
+        text = text.replace(char, escape)
+    return Markup(text)
 
 
 @dataclass(frozen=True)

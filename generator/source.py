@@ -107,6 +107,9 @@ class YamlDoc:
 
 
 _constructor = yaml.constructor.SafeConstructor()
+# libyaml's safe parser is ~20x faster than the pure-Python one and gives the same marks
+# (line, column and index count characters); PyYAML wheels ship it.
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 _PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "seq", "map", "timestamp")}
@@ -151,7 +154,7 @@ def load_yaml(path: Path, root: Path | None = None) -> YamlDoc:
     text = read_text(path, root)
     shown = display_path(path, root)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_SAFE_LOADER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
