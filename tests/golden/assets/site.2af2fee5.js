@@ -1,0 +1,2 @@
+// fixture script
+document.documentElement.dataset.js = "1";

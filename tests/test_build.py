@@ -1,0 +1,271 @@
+"""The build: what it writes, where, and that it never hurts what was there.
+
+Builds the fixture content (tests/fixtures/content) with the fixture theme, copied into a
+temporary folder so nothing here depends on — or touches — the shipped files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import generator.build
+from generator.build import MARKER, build, check
+from generator.errors import BuildError, ContentError
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """``content/`` and ``theme/`` copied from the fixtures into a fresh working directory."""
+    shutil.copytree(FIXTURES / "content", tmp_path / "content")
+    shutil.copytree(FIXTURES / "theme", tmp_path / "theme")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    return tmp_path
+
+
+def tree(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` by relative path, with the SHA-256 of its bytes."""
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, str]]:
+    """Every entry under ``folder`` with its mtime and (for files) content hash."""
+    return {p.relative_to(folder).as_posix(): (p.stat().st_mtime_ns,
+                                               hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir")
+            for p in sorted(folder.rglob("*"))}
+
+
+def break_content(project: Path) -> None:
+    quiz = project / "content/labs/alpha/quiz.yaml"
+    quiz.write_text(quiz.read_text(encoding="utf-8").replace("answer: cat", "answer: mat"), encoding="utf-8")
+
+
+# -- what is written --------------------------------------------------------------------------
+
+
+def test_output_has_every_page_the_sitemap_robots_and_fingerprinted_assets(project):
+    build(project / "content", project / "theme", project / "site")
+    files = set(tree(project / "site"))
+    css = [f for f in files if re.fullmatch(r"assets/site\.[0-9a-f]{8}\.css", f)]
+    js = [f for f in files if re.fullmatch(r"assets/site\.[0-9a-f]{8}\.js", f)]
+    assert len(css) == 1 and len(js) == 1, files
+    assert files == {
+        "index.html", "labs/alpha/index.html", "labs/beta/index.html", "topics/basics/index.html",
+        "topics/later/index.html", "404.html", "sitemap.xml", "robots.txt", "assets/favicon.svg", MARKER,
+        css[0], js[0],
+    }
+
+
+def test_css_is_the_theme_files_concatenated_in_name_order(project):
+    result = build(project / "content", project / "theme", project / "site")
+    css = next(data for name, data in result.files.items() if name.endswith(".css"))
+    first = (project / "theme/static/css/10-first.css").read_bytes()
+    second = (project / "theme/static/css/20-second.css").read_bytes()
+    assert css == first + b"\n" + second  # each file ends with one newline; a blank line between
+    digest = hashlib.sha256(css).hexdigest()[:8]
+    assert f"assets/site.{digest}.css" in result.files
+
+
+def test_sitemap_lists_every_page_at_its_canonical_url(project):
+    build(project / "content", project / "theme", project / "site")
+    sitemap = (project / "site/sitemap.xml").read_text(encoding="utf-8")
+    assert re.findall(r"<loc>(.*?)</loc>", sitemap) == [
+        "https://example.org/labs/", "https://example.org/labs/labs/alpha/", "https://example.org/labs/labs/beta/",
+        "https://example.org/labs/topics/basics/", "https://example.org/labs/topics/later/",
+    ]
+    assert (project / "site/robots.txt").read_text(encoding="utf-8") == (
+        "User-agent: *\nAllow: /\nSitemap: https://example.org/labs/sitemap.xml\n")
+
+
+def test_base_url_option_overrides_site_yaml(project):
+    build(project / "content", project / "theme", project / "site", base_url="https://other.example/x")
+    page = (project / "site/labs/alpha/index.html").read_text(encoding="utf-8")
+    assert '<link rel="canonical" href="https://other.example/x/labs/alpha/">' in page
+    assert "example.org" not in page
+    assert "Sitemap: https://other.example/x/sitemap.xml" in (project / "site/robots.txt").read_text(encoding="utf-8")
+
+
+def test_without_a_base_url_there_are_no_absolute_urls(project):
+    site_yaml = project / "content/site.yaml"
+    site_yaml.write_text(site_yaml.read_text(encoding="utf-8").replace("base_url: https://example.org/labs/\n", ""),
+                         encoding="utf-8")
+    result = build(project / "content", project / "theme", project / "site")
+    assert not any(b"example.org" in data for data in result.files.values())
+    page = result.files["labs/alpha/index.html"].decode()
+    assert 'rel="canonical"' not in page and "og:url" not in page
+    assert result.files["robots.txt"] == b"User-agent: *\nAllow: /\n"
+
+
+def test_the_404_page_links_from_the_site_root_path(project):
+    build(project / "content", project / "theme", project / "site")
+    page = (project / "site/404.html").read_text(encoding="utf-8")
+    urls = re.findall(r'(?:href|src)="([^"]*)"', page)
+    assert urls and all(u.startswith("/labs/") for u in urls), urls
+
+
+# -- determinism --------------------------------------------------------------------------------
+
+
+def test_builds_are_byte_identical_whatever_the_hash_seed(project):
+    outputs = []
+    for seed in ("1", "2"):
+        out = project / f"site-{seed}"
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)}
+        env.pop("SOURCE_DATE_EPOCH", None)
+        subprocess.run([sys.executable, "-m", "generator", "build", "--content", "content", "--theme", "theme",
+                        "--output", str(out)], check=True, env=env, capture_output=True)
+        outputs.append({p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()})
+    assert outputs[0] == outputs[1]
+
+
+def test_no_timestamps_unless_source_date_epoch(project, monkeypatch):
+    plain = build(project / "content", project / "theme", project / "a").files
+    assert not any(b"lastmod" in data or b"1970" in data for data in plain.values())
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "86400")
+    dated = build(project / "content", project / "theme", project / "b").files
+    assert {k for k in plain if plain[k] != dated[k]} == {"sitemap.xml"}
+    sitemap = dated["sitemap.xml"].decode()
+    assert sitemap.count("<lastmod>1970-01-02</lastmod>") == sitemap.count("<url>") == 5
+
+
+# -- builds that never hurt ------------------------------------------------------------------------
+
+
+def test_a_failed_build_leaves_the_previous_site_byte_for_byte(project):
+    build(project / "content", project / "theme", project / "site")
+    before, listing = tree(project / "site"), sorted(os.listdir(project))
+    break_content(project)
+    with pytest.raises(ContentError):
+        build(project / "content", project / "theme", project / "site")
+    assert tree(project / "site") == before
+    assert sorted(os.listdir(project)) == listing  # no temporary folder left beside it
+
+
+def test_a_failed_write_puts_the_previous_site_back(project, monkeypatch):
+    build(project / "content", project / "theme", project / "site")
+    before, listing = tree(project / "site"), sorted(os.listdir(project))
+    real_replace = os.replace
+
+    def failing_swap(src, dst):
+        if Path(src).name.startswith(".site-new-"):
+            raise OSError(28, "No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(generator.build.os, "replace", failing_swap)
+    (project / "content/labs/beta/gist.md").write_text("Changed.\n", encoding="utf-8")
+    with pytest.raises(BuildError) as exc:
+        build(project / "content", project / "theme", project / "site")
+    assert str(exc.value) == "site: error: cannot write the site: No space left on device"
+    assert tree(project / "site") == before
+    assert sorted(os.listdir(project)) == listing
+
+
+def test_a_successful_build_leaves_no_temporary_folders(project):
+    build(project / "content", project / "theme", project / "site")
+    build(project / "content", project / "theme", project / "site")  # a rebuild swaps an old site out
+    assert sorted(os.listdir(project)) == ["content", "site", "theme"]
+
+
+def test_build_and_check_never_write_into_content_or_theme(project):
+    def both():
+        return snapshot(project / "content"), snapshot(project / "theme")
+
+    before = both()
+    build(project / "content", project / "theme", project / "site")
+    check(project / "content", project / "theme")
+    assert both() == before
+    break_content(project)
+    broken = both()
+    with pytest.raises(ContentError):
+        build(project / "content", project / "theme", project / "site")
+    assert both() == broken
+
+
+def test_check_writes_nothing(project):
+    result = check(project / "content", project / "theme")
+    assert result.output is None and result.pages == 6
+    assert sorted(os.listdir(project)) == ["content", "theme"]
+
+
+def test_a_rebuild_replaces_the_whole_previous_site(project):
+    build(project / "content", project / "theme", project / "site")
+    (project / "site/stale.html").write_text("left over", encoding="utf-8")
+    build(project / "content", project / "theme", project / "site")
+    assert not (project / "site/stale.html").exists() and (project / "site" / MARKER).is_file()
+
+
+def test_an_empty_output_folder_may_be_used(project):
+    (project / "site").mkdir()
+    build(project / "content", project / "theme", project / "site")
+    assert (project / "site/index.html").is_file()
+
+
+REFUSED = [
+    pytest.param("site", lambda p: (p / "site").mkdir() or (p / "site/notes.txt").write_text("mine"),
+                 "site: error: refusing to replace a folder that was not built by labs (no .labs-build in it); "
+                 "empty it or choose another --output", id="non-empty-folder-without-marker"),
+    pytest.param("content/site", None,
+                 "content/site: error: the output folder must not contain or be inside the content folder content/",
+                 id="inside-content"),
+    pytest.param(".", None,
+                 ".: error: the output folder must not contain or be inside the content folder content/",
+                 id="containing-content"),
+    pytest.param("theme", None,
+                 "theme: error: the output folder must not contain or be inside the theme folder theme/",
+                 id="the-theme-folder"),
+    pytest.param("site", lambda p: (p / "site").write_text("a file"),
+                 "site: error: output exists and is not a folder", id="a-file"),
+]
+
+
+@pytest.mark.parametrize("output, prepare, message", REFUSED)
+def test_unsafe_output_folders_are_refused_untouched(project, output, prepare, message):
+    if prepare:
+        prepare(project)
+    before = snapshot(project)
+    with pytest.raises(BuildError) as exc:
+        build(project / "content", project / "theme", Path(output))
+    assert str(exc.value) == message
+    assert snapshot(project) == before
+
+
+# -- links and theme errors ---------------------------------------------------------------------------
+
+
+def test_a_theme_link_to_a_missing_page_is_an_error(project):
+    topic = project / "theme/templates/topic.html"
+    topic.write_text(topic.read_text(encoding="utf-8").replace("<p>{{ topic.blurb }}</p>",
+                                                               '<p><a href="../nowhere/">x</a></p>'), encoding="utf-8")
+    with pytest.raises(ContentError) as exc:
+        build(project / "content", project / "theme", project / "site")
+    assert [str(d) for d in exc.value.diagnostics] == [
+        f"theme/templates (page topics/{slug}/index.html):1:1: error: link to a page that does not exist: ../nowhere/"
+        for slug in ("basics", "later")
+    ]
+
+
+@pytest.mark.parametrize("expression, message", [
+    ("{{ lab.summary }", "unexpected '}'"),
+    ("{{ lab.nothing }}", "'generator.model.Lab object' has no attribute 'nothing'"),
+    ("{{ lab.summary + 1 }}", 'TypeError: can only concatenate str (not "int") to str'),
+], ids=["syntax", "undefined", "type-error"])
+def test_template_mistakes_name_the_template_line(project, expression, message):
+    lab = project / "theme/templates/lab.html"
+    text = lab.read_text(encoding="utf-8")
+    line = text[: text.index("{{ lab.summary }}")].count("\n") + 1
+    lab.write_text(text.replace("{{ lab.summary }}", expression), encoding="utf-8")
+    with pytest.raises(BuildError) as exc:
+        build(project / "content", project / "theme", project / "site")
+    assert str(exc.value) == f"error: theme/templates/lab.html:{line}: template error: {message}"

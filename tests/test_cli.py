@@ -1,0 +1,199 @@
+"""The ``labs`` command: exit codes (0 ok, 1 content/build errors, 2 usage), exact output lines.
+
+Runs ``generator.cli.main(argv)`` in-process with capsys, from a temporary working directory
+holding copies of the fixture content and theme; one real subprocess checks the entry point.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SECONDS = r"\d+\.\d\d s"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    shutil.copytree(FIXTURES / "content", tmp_path / "content")
+    shutil.copytree(FIXTURES / "theme", tmp_path / "theme")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run(capsys, *argv: str) -> tuple[int, list[str], list[str]]:
+    """Exit code, stdout lines and stderr lines of ``labs ARGV``; argparse's exits become codes."""
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err.splitlines()
+
+
+def edit(path: Path, old: str, new: str) -> str:
+    """Replace the first ``old`` in ``path`` with ``new``; the edited text."""
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    text = text.replace(old, new, 1)
+    path.write_text(text, encoding="utf-8")
+    return text
+
+
+def where(text: str, needle: str) -> tuple[int, int]:
+    """1-based line and column of the ``|`` in the first ``needle`` in ``text``."""
+    before, _, after = needle.partition("|")
+    index = text.index(before + after) + len(before)
+    return text.count("\n", 0, index) + 1, index - text.rfind("\n", 0, index)
+
+
+# -- help and usage -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["", "build", "check", "new", "serve"], ids=lambda c: c or "labs")
+def test_help_everywhere(capsys, command):
+    code, out, err = run(capsys, *([command] if command else []), "--help")
+    assert (code, err) == (0, [])
+    assert out[0].startswith(f"usage: labs {command}".rstrip() + " ")
+
+
+def test_help_lists_the_commands(capsys):
+    _, out, _ = run(capsys, "--help")
+    text = "\n".join(out)
+    for command in ("build", "check", "new", "serve"):
+        assert re.search(rf"^\s+{command}\s+\S", text, re.M), f"{command} missing from --help"
+
+
+def test_help_through_python_dash_m():
+    done = subprocess.run([sys.executable, "-m", "generator", "--help"], capture_output=True, text=True,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("usage: labs ")
+
+
+@pytest.mark.parametrize("argv, last_line", [
+    ([], "labs: error: the following arguments are required: COMMAND"),
+    (["bild"], "labs: error: argument COMMAND: invalid choice: 'bild' (choose from "),
+    (["build", "--bogus"], "labs: error: unrecognized arguments: --bogus"),
+    (["new"], "labs new: error: the following arguments are required: SLUG"),
+    (["build", "--base-url", "example.org"],
+     "labs build: error: argument --base-url: 'example.org' is not an absolute http(s) URL such as "
+     "https://example.org/labs/"),
+], ids=["no-command", "unknown-command", "unknown-option", "missing-argument", "bad-base-url"])
+def test_usage_errors_exit_2(project, capsys, argv, last_line):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == []
+    assert err[0].startswith("usage: labs")
+    assert err[-1] == last_line or (last_line.endswith("(choose from ") and err[-1].startswith(last_line))
+    assert not (project / "site").exists()
+
+
+# -- build ------------------------------------------------------------------------------------
+
+
+def test_build_prints_one_line_per_stage_and_a_summary(project, capsys):
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert (code, err) == (0, [])
+    patterns = [
+        rf"loaded 2 labs from content/ \({SECONDS}\)",
+        rf"computed attention for 2 sentences \({SECONDS}\)",
+        rf"rendered 6 pages \({SECONDS}\)",
+        rf"built 6 pages, 2 labs in {SECONDS} → site/",
+    ]
+    assert len(out) == len(patterns) and all(re.fullmatch(p, line) for p, line in zip(patterns, out)), out
+    assert (project / "site/labs/alpha/index.html").is_file()
+
+
+def test_build_summary_counts_one_lab_in_the_singular(project, capsys):
+    shutil.rmtree(project / "content/labs/beta")
+    edit(project / "content/site.yaml", "  - beta\n", "")
+    for path in ("content/labs/alpha/gist.md", "content/labs/alpha/details.md", "content/labs/alpha/faq.yaml"):
+        text = (project / path).read_text(encoding="utf-8")
+        (project / path).write_text(re.sub(r"\[([^]]*)\]\(lab:beta[^)]*\)", r"\1", text), encoding="utf-8")
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert (code, err) == (0, [])
+    assert out[0].startswith("loaded 1 lab from content/ (")
+    assert re.fullmatch(rf"built 5 pages, 1 lab in {SECONDS} → site/", out[-1]), out
+
+
+def test_content_errors_exit_1_with_every_error_line(project, capsys):
+    quiz = edit(project / "content/labs/alpha/quiz.yaml", "type: multiple", "type: multi")
+    lab = edit(project / "content/labs/alpha/lab.yaml", "topic: basics", "topic: basic")
+    (q_line, q_col), (l_line, l_col) = where(quiz, "type: |multi"), where(lab, "topic: |basic")
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert (code, out) == (1, [])
+    assert err == [
+        f"content/labs/alpha/lab.yaml:{l_line}:{l_col}: error: unknown topic 'basic' (did you mean 'basics'?); "
+        "topics are declared in content/site.yaml",
+        f"content/labs/alpha/quiz.yaml:{q_line}:{q_col}: error: unknown question type 'multi' (did you mean "
+        "'multiple'?); use one of: single, multiple, word",
+        "2 errors; nothing was written",
+    ]
+    assert not (project / "site").exists()
+
+
+def test_a_computed_error_comes_after_the_load_line(project, capsys):
+    quiz = edit(project / "content/labs/alpha/quiz.yaml", "answer: cat", "answer: mat")
+    line, column = where(quiz, "answer: |mat")
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert code == 1
+    assert len(out) == 1 and out[0].startswith("loaded 2 labs from content/")
+    assert err == [
+        f"content/labs/alpha/quiz.yaml:{line}:{column}: error: answer key 'mat' is wrong: in head 'syntax', "
+        "'sat' attends most to 'cat' (55%), not 'mat' (30%)",
+        "1 error; nothing was written",
+    ]
+
+
+def test_build_errors_exit_1_with_one_line(project, capsys):
+    (project / "site").mkdir()
+    (project / "site/keep.txt").write_text("mine", encoding="utf-8")
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert (code, out) == (1, [])
+    assert err == ["site: error: refusing to replace a folder that was not built by labs (no .labs-build in it); "
+                   "empty it or choose another --output"]
+    assert (project / "site/keep.txt").read_text(encoding="utf-8") == "mine"
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["--content", "nowhere"], "nowhere:1:1: error: content folder not found"),
+    (["--theme", "nowhere"], "nowhere: error: theme folder not found"),
+    (["--theme", "content"], "content: error: theme has no templates/ folder"),
+], ids=["no-content", "no-theme", "theme-without-templates"])
+def test_missing_folders_are_errors_not_tracebacks(project, capsys, argv, line):
+    base = {"--content": "content", "--theme": "theme"}
+    base.update(dict(zip(argv[::2], argv[1::2])))
+    code, out, err = run(capsys, "build", *[x for kv in base.items() for x in kv], "--output", "site")
+    assert code == 1
+    assert err[0] == line
+
+
+# -- check ----------------------------------------------------------------------------------------
+
+
+def test_check_validates_everything_and_writes_nothing(project, capsys):
+    code, out, err = run(capsys, "check", "--content", "content", "--theme", "theme")
+    assert (code, err) == (0, [])
+    assert re.fullmatch(rf"ok: 2 labs, 6 pages checked in {SECONDS} — no errors", out[-1]), out
+    assert sorted(os.listdir(project)) == ["content", "theme"]
+
+
+def test_check_reports_the_same_errors_as_build(project, capsys):
+    text = edit(project / "content/labs/alpha/details.md", "[FAQ](#faq)", "[FAQ](#faqs)")
+    line, column = where(text, "(|#faqs)")
+    build = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    check = run(capsys, "check", "--content", "content", "--theme", "theme")
+    assert build[0] == check[0] == 1
+    assert build[2] == check[2] == [
+        f"content/labs/alpha/details.md:{line}:{column}: error: link to missing anchor #faqs: #faqs",
+        "1 error; nothing was written",
+    ]

@@ -1,0 +1,262 @@
+"""Validation of authored content, one test per kind of mistake, through the ``labs`` command.
+
+Each bad case copies the shipped content/ into a temporary folder, makes one small edit to
+one file (a string replacement), runs ``labs build`` from that folder and compares stderr with
+the exact ``path:line:col: error: message`` line an author would see. The expected line and
+column are found in the edited file by a needle, ``"answer: |mat"``, where ``|`` marks the
+column — so a case keeps pointing at the right place when the shipped content grows.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+
+from generator.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+THEME = ROOT / "theme"
+LAB = "content/labs/attention/"
+FOLDER, DELETE, WHOLE = object(), object(), object()  # special edits: a folder instead, no file, whole file
+
+
+@dataclass
+class Case:
+    file: str  # relative to the project folder, e.g. "content/labs/attention/quiz.yaml"
+    old: object  # text to replace (first occurrence), WHOLE for the whole file
+    new: object  # replacement text or bytes; FOLDER or DELETE to replace the file itself
+    at: str | None  # needle with "|" at the expected column; None for 1:1
+    message: str  # may use {first_line}: the line of the needle's first occurrence
+    nth: int = 1  # which occurrence of the needle
+    shown: str = ""  # the path printed, when it is not ``file``
+    extra: dict[str, str] = field(default_factory=dict)  # more files to create, by path
+
+
+def position(text: str, at: str | None, nth: int = 1) -> tuple[int, int]:
+    """1-based (line, column) of the ``|`` in the ``nth`` occurrence of ``at`` in ``text``."""
+    if at is None:
+        return 1, 1
+    before, bar, after = at.partition("|")
+    index = -1
+    for _ in range(nth):
+        index = text.find(before + after, index + 1)
+        assert index >= 0, f"needle {at!r} (occurrence {nth}) not in the edited file"
+    index += len(before) if bar else 0
+    return text.count("\n", 0, index) + 1, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+def apply(project: Path, case: Case) -> str:
+    """Make the case's edit in ``project``; the expected stderr line."""
+    for rel, text in case.extra.items():
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).write_text(text, encoding="utf-8")
+    path = project / case.file
+    edited = ""
+    if case.new is DELETE:
+        path.unlink()
+    elif case.new is FOLDER:
+        path.unlink()
+        path.mkdir()
+    else:
+        raw = path.read_bytes()
+        old = raw if case.old is WHOLE else str(case.old).encode()
+        new = case.new if isinstance(case.new, bytes) else str(case.new).encode()
+        assert old in raw, f"the shipped {case.file} no longer contains {case.old!r}; update this case"
+        raw = raw.replace(old, new, 1)
+        path.write_bytes(raw)
+        edited = raw.decode("utf-8", "replace")
+    line, column = position(edited, case.at, case.nth)
+    first_line = position(edited, case.at, 1)[0] if case.at else 1
+    return f"{case.shown or case.file}:{line}:{column}: error: {case.message.format(first_line=first_line)}"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A copy of the shipped content in a fresh folder that is also the working directory."""
+    shutil.copytree(ROOT / "content", tmp_path / "content")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def build(capsys) -> tuple[int, list[str]]:
+    code = main(["build", "--content", "content", "--theme", str(THEME), "--output", "site"])
+    return code, capsys.readouterr().err.splitlines()
+
+
+TAGS = ("tags: DET, NOUN, PRON, VERB, AUX, ADJ, ADV, ADP, CONJ, PART, NUM, PUNCT "
+        "(also PROPN = NOUN, CCONJ/SCONJ = CONJ, PREP = ADP)")
+
+# The parser's own words: libyaml's when PyYAML has it (as its wheels do), else PyYAML's.
+UNCLOSED_LIST = ("did not find expected ',' or ']'" if hasattr(yaml, "CSafeLoader")
+                 else "expected ',' or ']', but got ':'")
+
+CASES = [
+    # -- keys -----------------------------------------------------------------------------
+    pytest.param(Case(LAB + "lab.yaml", "subtitle:", "subtitel:", "|subtitel:",
+                      "unknown key 'subtitel' (did you mean 'subtitle'?)"), id="unknown-key-did-you-mean"),
+    pytest.param(Case(LAB + "faq.yaml", "- id: self-attention\n", "- id: self-attention\n  hint: none\n", "|hint:",
+                      "unknown key 'hint' (allowed: answer, id, question)"), id="unknown-key-lists-the-allowed"),
+    pytest.param(Case(LAB + "lab.yaml", "title: Attention\n", "", None,
+                      "missing required key 'title' in the document"), id="missing-required-key"),
+    pytest.param(Case(LAB + "lab.yaml", "title: Attention\n", "title: Attention\ntitle: Again\n", "|title: Again",
+                      "duplicate key 'title'"), id="duplicate-yaml-key"),
+    # -- types and empty text ----------------------------------------------------------------
+    pytest.param(Case(LAB + "lab.yaml", "number: 07", "number: seven", "number: |seven",
+                      "'number' must be a whole number, not text"), id="wrong-type-number"),
+    pytest.param(Case(LAB + "faq.yaml", "question: What is self-attention?", "question: [What, is, it]",
+                      "question: |[What", "'question' must be text, not a list"), id="wrong-type-text"),
+    pytest.param(Case(LAB + "quiz.yaml", "correct: true", "correct: maybe", "correct: |maybe",
+                      "'correct' must be true or false, not text"), id="wrong-type-boolean"),
+    pytest.param(Case(LAB + "quiz.yaml", "prompt: In attention, which vector describes **what a word is looking for**?",
+                      'prompt: ""', 'prompt: |""', "'prompt' must not be empty"), id="empty-text"),
+    pytest.param(Case(LAB + "faq.yaml", "question: What is self-attention?", "question:", "question:|\n",
+                      "'question' must not be empty"), id="empty-value"),
+    # -- duplicates --------------------------------------------------------------------------
+    pytest.param(Case(LAB + "quiz.yaml", "id: scaling", "id: sum-to-one", "id: |sum-to-one",
+                      "duplicate question id 'sum-to-one'", nth=2), id="duplicate-question-id"),
+    pytest.param(Case(LAB + "faq.yaml", "id: query-key-value", "id: self-attention", "id: |self-attention",
+                      "duplicate FAQ id 'self-attention'", nth=2), id="duplicate-faq-id"),
+    pytest.param(Case(LAB + "lab.yaml", "- id: animal", "- id: cat-mat", "- id: |cat-mat",
+                      "duplicate sentence id 'cat-mat' (first used on line {first_line})", nth=2),
+                 id="duplicate-sentence-id"),
+    pytest.param(Case("content/site.yaml", "topics:\n", "topics:\n  - slug: llm-engineering\n    title: Again\n"
+                      "    blurb: Twice.\n", "slug: |llm-engineering", "duplicate topic slug 'llm-engineering'", nth=2),
+                 id="duplicate-topic-slug"),
+    pytest.param(Case("content/site.yaml", "  - attention", "  - attention\n  - attention", "  - |attention",
+                      "lab 'attention' is listed twice", nth=2), id="duplicate-lab-slug"),
+    # -- references ---------------------------------------------------------------------------
+    pytest.param(Case(LAB + "lab.yaml", "topic: llm-engineering", "topic: llm-engineerin", "topic: |llm-engineerin",
+                      "unknown topic 'llm-engineerin' (did you mean 'llm-engineering'?); "
+                      "topics are declared in content/site.yaml"), id="unknown-topic"),
+    pytest.param(Case("content/site.yaml", "  - attention", "  - attention\n  - attenton", "  - |attenton",
+                      "no lab folder content/labs/attenton/ (did you mean 'attention'?)"), id="unknown-lab"),
+    pytest.param(Case(LAB + "quiz.yaml", "type: multiple", "type: multi", "type: |multi",
+                      "unknown question type 'multi' (did you mean 'multiple'?); use one of: single, multiple, word"),
+                 id="unknown-question-type"),
+    pytest.param(Case(LAB + "quiz.yaml", "sentence: cat-mat", "sentence: cat-hat", "sentence: |cat-hat",
+                      "unknown sentence 'cat-hat' (did you mean 'cat-mat'?); "
+                      "sentences are declared under 'widget' in lab.yaml"), id="unknown-sentence"),
+    pytest.param(Case(LAB + "gist.md", "**softmax**", "[softmax](lab:atention)", "[softmax](|lab:atention)",
+                      "link to unknown lab 'atention' (did you mean 'attention'?)"), id="link-to-unknown-lab"),
+    pytest.param(Case(LAB + "gist.md", "**softmax**", "[softmax](#nowhere)", "[softmax](|#nowhere)",
+                      "link to missing anchor #nowhere: #nowhere"), id="link-to-missing-anchor"),
+    pytest.param(Case("content/site.yaml", "base_url: https://attention-labs.github.io/",
+                      "base_url: attention-labs.github.io", "base_url: |attention-labs",
+                      "base_url 'attention-labs.github.io' must be an absolute http(s) URL such as "
+                      "https://example.org/labs/"), id="base-url-not-absolute"),
+    # -- answer keys ---------------------------------------------------------------------------
+    pytest.param(Case(LAB + "quiz.yaml", "      - text: Exactly 1\n        correct: true\n", "      - text: Exactly 1\n",
+                      "      |- text: Exactly 1", "no option is marked 'correct: true'"), id="single-without-correct"),
+    pytest.param(Case(LAB + "quiz.yaml", "      - text: The number of words in the sentence\n",
+                      "      - text: The number of words in the sentence\n        correct: true\n",
+                      "      |- text: Exactly 1",
+                      "a single-choice question has exactly one correct option, found 2; use type: multiple for several"),
+                 id="single-with-two-correct"),
+    pytest.param(Case(LAB + "quiz.yaml", "answer: cat", "answer: mat", "answer: |mat",
+                      "answer key 'mat' is wrong: in head 'syntax', 'sat' attends most to 'cat' (55%), not 'mat' (30%)"),
+                 id="word-answer-contradicts-weights"),
+    pytest.param(Case(LAB + "quiz.yaml", "answer: cat", "answer: dog", "answer: |dog",
+                      "'dog' is not a word of this sentence; words: The cat sat on the mat"),
+                 id="word-answer-not-in-sentence"),
+    # -- sentences and claims -------------------------------------------------------------------
+    pytest.param(Case(LAB + "lab.yaml", "too tired/ADJ", "too sleepy", "too |sleepy",
+                      "'sleepy' needs a tag: it is not a built-in function word, so write it as 'sleepy/NOUN', "
+                      f"'sleepy/VERB', 'sleepy/ADJ' …; {TAGS}"), id="untagged-unknown-word"),
+    pytest.param(Case(LAB + "lab.yaml", "- it -> animal", "- it -> street", "- |it -> street",
+                      "claim 'it -> street' fails in head 'coreference': it's top key is animal (79%)"),
+                 id="claim-contradicts-weights"),
+    pytest.param(Case(LAB + "lab.yaml", "- it -> animal", "- it -> animl", "- it -> |animl",
+                      "no word 'animl' in the sentence (did you mean 'animal'?); "
+                      "words: The animal didn't cross the street because it was too tired"),
+                 id="claim-names-an-unknown-word"),
+    # -- paths -----------------------------------------------------------------------------------
+    pytest.param(Case(LAB + "lab.yaml", "file: gist.md", "file: ../../secret.md", "file: |../../secret.md",
+                      "path '../../secret.md' points outside content/labs/attention/",
+                      extra={"content/secret.md": "Not part of the lab.\n"}), id="path-escapes-with-dotdot"),
+    pytest.param(Case(LAB + "lab.yaml", "file: gist.md", "file: ../attention-evil/x.md",
+                      "file: |../attention-evil/x.md", "path '../attention-evil/x.md' points outside "
+                      "content/labs/attention/"),
+                 id="path-escapes-to-a-sibling-sharing-a-prefix"),
+    pytest.param(Case(LAB + "lab.yaml", "file: gist.md", "file: gost.md", "file: |gost.md",
+                      "Markdown file 'gost.md' not found in content/labs/attention/"), id="markdown-file-not-found"),
+    # -- files -------------------------------------------------------------------------------------
+    pytest.param(Case(LAB + "lab.yaml", "subtitle: The Spotlight", b"subtitle: The Spotlight \xe2\x80\x94 \xff",
+                      "The Spotlight \u2014 |", "file is not valid UTF-8 (byte 0xff); save it as UTF-8"),
+                 id="not-utf8"),
+    pytest.param(Case(LAB + "quiz.yaml", WHOLE, "", None, "file is empty"), id="empty-file"),
+    pytest.param(Case(LAB + "quiz.yaml", WHOLE, "# questions to come\n", None, "file has no YAML content"),
+                 id="only-comments"),
+    pytest.param(Case(LAB + "gist.md", None, FOLDER, None, "expected a file but found a folder"),
+                 id="folder-instead-of-file"),
+    pytest.param(Case(LAB + "faq.yaml", None, DELETE, None,
+                      "lab 'attention' needs a faq.yaml (run `labs new attention` to see a complete lab)"),
+                 id="missing-lab-file"),
+    pytest.param(Case("content/site.yaml", None, DELETE, None, "file not found"), id="missing-site-file"),
+    pytest.param(Case(LAB + "lab.yaml", "title: Attention\n", "title: [Attention\n", "subtitle|:",
+                      f"invalid YAML: {UNCLOSED_LIST}"), id="yaml-syntax"),
+    pytest.param(Case(LAB + "lab.yaml", "title: Attention\n", "title: !!python/object/apply:os.system [echo hi]\n",
+                      "title: |!!python", "YAML tag 'tag:yaml.org,2002:python/object/apply:os.system' is not allowed; "
+                      "write plain values"), id="yaml-tag-refused"),
+    pytest.param(Case("content/labs/Bad_Lab/lab.yaml", None, DELETE, None,
+                      "lab folder name 'Bad_Lab' must be lower-case letters, digits and dashes",
+                      shown="content/labs/Bad_Lab", extra={"content/labs/Bad_Lab/lab.yaml": "number: 1\n"}),
+                 id="lab-folder-name"),
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_each_kind_of_mistake_is_one_exact_error_line(project, capsys, case):
+    expected = apply(project, case)
+    code, err = build(capsys)
+    assert (code, err) == (1, [expected, "1 error; nothing was written"])
+    assert not (project / "site").exists()
+
+
+def test_every_mistake_of_a_run_is_reported_together(project, capsys):
+    quiz = project / LAB / "quiz.yaml"
+    text = quiz.read_text(encoding="utf-8")
+    for old, new in [("type: multiple", "type: multi"), ("answer: cat", "answer: dog"),
+                     ("- id: qkv\n", "- id: qkv\n    hint: none\n")]:
+        assert old in text, f"the shipped quiz.yaml no longer contains {old!r}"
+        text = text.replace(old, new, 1)
+    quiz.write_text(text, encoding="utf-8")
+    expected = [
+        f"{LAB}quiz.yaml:{line}:{column}: error: {message}" for (line, column), message in sorted([
+            (position(text, "type: |multi"), "unknown question type 'multi' (did you mean 'multiple'?); "
+                                             "use one of: single, multiple, word"),
+            (position(text, "answer: |dog"), "'dog' is not a word of this sentence; words: The cat sat on the mat"),
+            (position(text, "|hint: none"), "unknown key 'hint' (allowed: explanation, id, options, prompt, type)"),
+        ])
+    ]
+    code, err = build(capsys)
+    assert (code, err) == (1, expected + ["3 errors; nothing was written"])
+
+
+def test_a_symlink_cannot_lead_out_of_the_lab_folder(project, capsys):
+    (project / "secret.md").write_text("Outside the content.\n", encoding="utf-8")
+    gist = project / LAB / "gist.md"
+    gist.unlink()
+    gist.symlink_to(project / "secret.md")
+    lab_yaml = (project / LAB / "lab.yaml").read_text(encoding="utf-8")
+    line, column = position(lab_yaml, "file: |gist.md")
+    code, err = build(capsys)
+    assert (code, err) == (1, [f"{LAB}lab.yaml:{line}:{column}: error: path 'gist.md' points outside "
+                               "content/labs/attention/", "1 error; nothing was written"])
+
+
+def test_yaml_tags_are_never_constructed(project, capsys):
+    marker = project / "pwned"
+    lab = project / LAB / "lab.yaml"
+    lab.write_text(lab.read_text(encoding="utf-8").replace(
+        "title: Attention\n", f"title: !!python/object/apply:os.system ['touch {marker}']\n", 1), encoding="utf-8")
+    code, _ = build(capsys)
+    assert code == 1 and not marker.exists()
+
+
+def test_shipped_content_builds_cleanly(project, capsys):
+    code, err = build(capsys)
+    assert (code, err) == (0, [])

@@ -1,0 +1,278 @@
+"""Every built page, read with BeautifulSoup: links, head, JSON blocks, and no inline code.
+
+Two sites are built once per session with the real theme/: the shipped content/, and the
+fixture content (tests/fixtures/content), which adds a second lab, an empty topic, and hostile
+text (``</script><script>alert(1)</script>``) in a tagline, an FAQ and a widget sentence.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+import yaml
+from bs4 import BeautifulSoup
+
+from generator.build import build
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+HOSTILE = "</script><script>alert(1)</script>"
+SITES = {"shipped": ROOT / "content", "fixture": FIXTURES / "content"}
+
+
+class Site:
+    def __init__(self, content: Path, folder: Path):
+        self.content = content
+        self.folder = folder
+        self.config = yaml.safe_load((content / "site.yaml").read_text(encoding="utf-8"))
+        self.base_url = self.config.get("base_url", "")
+        self.files = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+        self.pages = sorted(f for f in self.files if f.endswith(".html"))
+        self._soups: dict[str, BeautifulSoup] = {}
+
+    def html(self, page: str) -> str:
+        return (self.folder / page).read_text(encoding="utf-8")
+
+    def soup(self, page: str) -> BeautifulSoup:
+        if page not in self._soups:
+            self._soups[page] = BeautifulSoup(self.html(page), "html.parser")
+        return self._soups[page]
+
+    def labs(self) -> list[str]:
+        return sorted(p.name for p in (self.content / "labs").iterdir() if p.is_dir())
+
+    def lab_yaml(self, slug: str, name: str):
+        return yaml.safe_load((self.content / "labs" / slug / name).read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module", params=sorted(SITES), ids=sorted(SITES))
+def site(request, tmp_path_factory) -> Site:
+    content = SITES[request.param]
+    out = tmp_path_factory.mktemp(request.param) / "site"
+    build(content, ROOT / "theme", out)
+    return Site(content, out)
+
+
+@pytest.fixture(scope="module")
+def fixture_site(tmp_path_factory) -> Site:
+    out = tmp_path_factory.mktemp("hostile") / "site"
+    build(SITES["fixture"], ROOT / "theme", out)
+    return Site(SITES["fixture"], out)
+
+
+def urls(soup: BeautifulSoup) -> list[tuple[str, str]]:
+    """(tag, url) for every href and src on the page."""
+    return [(tag.name, tag[attr]) for attr in ("href", "src") for tag in soup.find_all(attrs={attr: True})]
+
+
+def problems_on_every_page(site: Site, check) -> list[str]:
+    found = []
+    for page in site.pages:
+        found.extend(f"{page}: {problem}" for problem in check(page, site.soup(page)))
+    return found
+
+
+# -- links ------------------------------------------------------------------------------------
+
+
+def test_every_internal_link_and_anchor_resolves(site):
+    root_path = urlsplit(site.base_url).path or "/"
+
+    def check(page, soup):
+        for tag, url in urls(soup):
+            parts = urlsplit(url)
+            if parts.scheme or parts.netloc:
+                continue
+            if page == "404.html" and parts.path.startswith("/"):
+                assert parts.path.startswith(root_path), url
+                target = parts.path[len(root_path):]
+            else:
+                target = posixpath.normpath(posixpath.join(posixpath.dirname(page), unquote(parts.path))) \
+                    if parts.path else page
+                target = "" if target == "." else target
+            if target == "" or parts.path.endswith("/"):
+                target = posixpath.join(target, "index.html")
+            if target not in site.files:
+                yield f"<{tag}> {url} leads to {target}, which was not built"
+            elif parts.fragment and "=" not in parts.fragment and target.endswith(".html"):
+                if not site.soup(target).find(id=parts.fragment):
+                    yield f"<{tag}> {url}: no id {parts.fragment!r} on {target}"
+
+    assert problems_on_every_page(site, check) == []
+
+
+def test_internal_urls_are_relative_except_on_the_404_page(site):
+    def check(page, soup):
+        for tag, url in urls(soup):
+            if url.startswith("/") and page != "404.html":
+                yield f"<{tag}> {url} is absolute"
+
+    assert problems_on_every_page(site, check) == []
+
+
+# -- head -------------------------------------------------------------------------------------------
+
+
+def test_every_page_has_one_h1_a_title_a_language_and_a_description(site):
+    def check(page, soup):
+        if len(soup.find_all("h1")) != 1:
+            yield f"{len(soup.find_all('h1'))} h1 elements"
+        if not (soup.title and soup.title.get_text(strip=True)):
+            yield "no title"
+        if not (soup.html and soup.html.get("lang")):
+            yield "no html[lang]"
+        description = soup.find("meta", attrs={"name": "description"})
+        if not (description and description.get("content", "").strip()):
+            yield "no meta description"
+
+    assert problems_on_every_page(site, check) == []
+
+
+def test_canonical_and_open_graph(site):
+    def check(page, soup):
+        def meta(prop):
+            tag = soup.find("meta", attrs={"property": prop})
+            return tag.get("content") if tag else None
+
+        for prop in ("og:title", "og:description", "og:type"):
+            if not meta(prop):
+                yield f"no {prop}"
+        if page == "404.html":
+            return
+        expected = site.base_url + page.removesuffix("index.html")
+        canonical = soup.find("link", rel="canonical")
+        if (canonical["href"] if canonical else None) != expected:
+            yield f"canonical is {canonical and canonical['href']!r}, expected {expected!r}"
+        if meta("og:url") != expected:
+            yield f"og:url is {meta('og:url')!r}, expected {expected!r}"
+
+    assert site.base_url, "both sites are meant to declare a base_url"
+    assert problems_on_every_page(site, check) == []
+
+
+def test_every_page_has_valid_json_ld(site):
+    def check(page, soup):
+        blocks = soup.find_all("script", type="application/ld+json")
+        if not blocks:
+            yield "no JSON-LD"
+        for block in blocks:
+            data = json.loads(block.string)
+            if data.get("@context") != "https://schema.org" or not ("@type" in data or "@graph" in data):
+                yield f"JSON-LD without @context/@type: {block.string[:80]}"
+            for item in data.get("@graph", []):
+                if "@type" not in item:
+                    yield f"@graph item without @type: {item}"
+
+    assert problems_on_every_page(site, check) == []
+
+
+def graph(site: Site, slug: str) -> dict[str, dict]:
+    block = site.soup(f"labs/{slug}/index.html").find("script", type="application/ld+json")
+    return {item["@type"]: item for item in json.loads(block.string)["@graph"]}
+
+
+def test_lab_json_ld_has_the_resource_the_faq_and_the_quiz(site):
+    for slug in site.labs():
+        items = graph(site, slug)
+        assert set(items) == {"LearningResource", "FAQPage", "Quiz"}
+        assert items["LearningResource"]["url"] == f"{site.base_url}labs/{slug}/"
+        faq = site.lab_yaml(slug, "faq.yaml")
+        names = [q["name"] for q in items["FAQPage"]["mainEntity"]]
+        assert names == [item["question"] for item in faq]
+        visible = site.soup(f"labs/{slug}/index.html").get_text(" ")
+        assert all(name in visible for name in names), "an FAQ question in the JSON-LD is not on the page"
+        quiz = site.lab_yaml(slug, "quiz.yaml")["questions"]
+        parts = items["Quiz"]["hasPart"]
+        assert [p["@type"] for p in parts] == ["Question"] * len(quiz)
+        for part, question in zip(parts, quiz):
+            options = question.get("options")
+            n_options = len(options) if options else None
+            if n_options:
+                assert len(part["acceptedAnswer"]) + len(part["suggestedAnswer"]) == n_options
+                assert len(part["acceptedAnswer"]) == sum(bool(o.get("correct")) for o in options)
+            else:  # a word question: the answer is one word
+                assert [a["text"] for a in part["acceptedAnswer"]] == [question["answer"]]
+
+
+def test_fixture_quiz_questions_are_the_quiz_yaml_prompts(fixture_site):
+    parts = graph(fixture_site, "alpha")["Quiz"]["hasPart"]
+    prompts = [q["prompt"] for q in fixture_site.lab_yaml("alpha", "quiz.yaml")["questions"]]
+    assert [p["text"] for p in parts] == prompts
+    assert [p["eduQuestionType"] for p in parts] == ["Multiple choice", "Checkbox", "Multiple choice"]
+
+
+# -- data and scripts ----------------------------------------------------------------------------------
+
+
+def test_spotlight_json_parses_and_every_row_of_percentages_sums_to_100(site):
+    for slug in site.labs():
+        block = site.soup(f"labs/{slug}/index.html").find("script", id="spotlight-data")
+        assert block is not None and block.get("type") == "application/json"
+        payload = json.loads(block.string)
+        rows = [(s["id"], head, key, row) for s in payload["sentences"] for head, data in s["heads"].items()
+                for key in ("pct", "pct_unscaled") for row in data[key]]
+        assert rows, "no percentages in the spotlight payload"
+        bad = [(sid, head, key, row) for sid, head, key, row in rows
+               if sum(row) != 100 or not all(isinstance(x, int) and x >= 0 for x in row)]
+        assert bad == []
+
+
+def test_no_inline_scripts_event_handlers_or_style_attributes(site):
+    def check(page, soup):
+        for script in soup.find_all("script"):
+            kind = script.get("type", "")
+            if script.get("src"):
+                if script.string and script.string.strip():
+                    yield "a script with both src and a body"
+            elif kind not in ("application/json", "application/ld+json"):
+                yield f"inline script of type {kind!r}"
+        for tag in soup.find_all(True):
+            for attr in tag.attrs:
+                if attr.lower().startswith("on") or attr.lower() == "style":
+                    yield f"<{tag.name} {attr}=…>"
+        if soup.find("style"):
+            yield "a <style> element"
+
+    assert problems_on_every_page(site, check) == []
+
+
+def test_assets_are_fingerprinted(site):
+    css = [f for f in site.files if f.startswith("assets/site.") and f.endswith(".css")]
+    js = [f for f in site.files if f.startswith("assets/site.") and f.endswith(".js")]
+    assert len(css) == len(js) == 1
+    assert re.fullmatch(r"assets/site\.[0-9a-f]{8}\.css", css[0]) and re.fullmatch(r"assets/site\.[0-9a-f]{8}\.js", js[0])
+    index = site.soup("index.html")
+    assert index.find("link", rel="stylesheet")["href"] == css[0]
+    assert index.find("script", src=True)["src"] == js[0]
+
+
+# -- hostile text --------------------------------------------------------------------------------------------
+
+
+def test_hostile_text_is_text_everywhere(fixture_site):
+    for page in fixture_site.pages:
+        assert "<script>alert(1)" not in fixture_site.html(page), page
+
+
+def test_hostile_tagline_and_faq_are_shown_as_text(fixture_site):
+    soup = fixture_site.soup("labs/alpha/index.html")
+    text = soup.get_text(" ")
+    assert f"A tagline with {HOSTILE} & an ampersand" in text
+    assert f"Is {HOSTILE} shown as text?" in text
+    assert soup.find("code", string=HOSTILE) is not None  # the FAQ answer's inline code
+    ld = soup.find("script", type="application/ld+json").string
+    assert "\\u003c/script" in ld and "</script" not in ld
+
+
+def test_hostile_widget_label_and_note_stay_inside_the_json(fixture_site):
+    block = fixture_site.soup("labs/alpha/index.html").find("script", id="spotlight-data")
+    raw = block.string
+    assert "\\u003c/script\\u003e\\u003cscript\\u003ealert(1)" in raw and "</script" not in raw
+    sentence = json.loads(raw)["sentences"][0]
+    assert sentence["label"] == f"The cat sat {HOSTILE}"
+    assert sentence["note"] == f"A note with {HOSTILE} in it."
