@@ -105,6 +105,15 @@
     }
   }
 
+  // pushState costs as much as the repaint itself, so the URL is written just after it, once
+  // per burst of changes (a new history entry if any change in the burst asked for one).
+  var hashTimer = 0, hashReplace = true;
+  function scheduleHash(replace) {
+    hashReplace = hashTimer ? hashReplace && replace : replace;
+    clearTimeout(hashTimer);
+    hashTimer = setTimeout(function () { hashTimer = 0; writeHash(hashReplace); }, 0);
+  }
+
   /** Change the state from a user action; `how` is "push" | "replace" | "key" | "none". */
   function update(patch, how, announceIt) {
     var next = {}, k;
@@ -118,10 +127,10 @@
     if (!changed) return;
     if (how === "key") {
       var now = Date.now();
-      writeHash(now - lastPush < 1000);
+      scheduleHash(now - lastPush < 1000);
       lastPush = now;
     } else if (how !== "none") {
-      writeHash(how === "replace");
+      scheduleHash(how === "replace");
       lastPush = 0;
     }
     if (announceIt !== false) announce();
@@ -335,6 +344,7 @@
     svg.setAttribute("height", String(hgt));
     minis.forEach(function (m, i) { m.canvas.width = Math.max(1, Math.round(miniW[i] * dpr)); m.canvas.height = Math.round(18 * dpr); });
     cells.forEach(function (c) { c.canvas.width = c.canvas.height = Math.max(1, Math.round(cellW * dpr)); });
+    gridDrawn = "";
     colors = readColors();
   }
   function lineCount(centres) {
@@ -464,16 +474,32 @@
       m.top.textContent = "→ " + topOne(S.keys, pc);
       drawBars(m.canvas, w, v.cross ? -1 : tq);
     });
-    if (cells.length) {
-      var R = realOf(state.s), rq = v.real ? q : toReal(q);
-      cells.forEach(function (c) {
-        c.button.setAttribute("aria-pressed", String(c.id === state.h));
-        drawBars(c.canvas, R.attention[c.layer][c.head][rq].map(function (x) { return x / 1000; }), rq);
-      });
-    }
+    cells.forEach(function (c) { c.button.setAttribute("aria-pressed", String(c.id === state.h)); });
+    drawGrid();
 
     paintHood(v);
     root.setAttribute("data-ready", "true");
+  }
+
+  /* The model grid's 72 thumbnails are pictures only (each button has its name): draw them when
+     the grid is on screen, and only when the query or sentence changed. */
+  var gridSeen = true, gridDrawn = "";
+  function drawGrid() {
+    if (!cells.length || !gridSeen) return;
+    var R = realOf(state.s), rq = parseReal(state.h) ? state.q : toReal(state.q);
+    var sig = state.s + "|" + rq + "|" + cells[0].canvas.width;
+    if (sig === gridDrawn) return;
+    gridDrawn = sig;
+    cells.forEach(function (c) {
+      drawBars(c.canvas, R.attention[c.layer][c.head][rq].map(function (x) { return x / 1000; }), rq);
+    });
+  }
+  if (window.IntersectionObserver) {
+    gridSeen = false;
+    new IntersectionObserver(function (entries) {
+      gridSeen = entries[entries.length - 1].isIntersecting;
+      drawGrid();
+    }, { rootMargin: "100px 0px" }).observe(el.grid);
   }
 
   function sum(a) { var s = 0; for (var i = 0; i < a.length; i++) s += a[i]; return s; }
@@ -742,6 +768,8 @@
   }
 
   function fromLocation(scroll) {
+    clearTimeout(hashTimer);
+    hashTimer = 0;
     var p = parseHash();
     if (!p) return false;
     p.step = state.step;
