@@ -123,7 +123,7 @@ def check_links(files: dict[str, bytes], content: Content) -> None:
                 problems.append(_link_problem(content, path, href, "link to a page that does not exist"))
             elif (parts.fragment and "=" not in parts.fragment  # "#s=…&q=…" is widget state, not an anchor
                   and target in parsed and parts.fragment not in parsed[target][0]):
-                problems.append(_link_problem(content, path, href, f"link to missing anchor #{parts.fragment}"))
+                problems.append(_link_problem(content, path, href, "link to a missing anchor"))
     if problems:
         raise ContentError(problems)
 

@@ -50,9 +50,9 @@ class BuildError(SiteError):
 
 
 def display_path(path: Path | str, root: Path | None = None) -> str:
-    """A path as an author would type it: relative to ``root`` (default: the cwd) where possible."""
+    """A path as an author would type it: relative to the cwd where possible, else to ``root``."""
     p = Path(path)
-    for base in (root, Path.cwd()):
+    for base in (Path.cwd(), root):  # the cwd first: that is where the author clicks from
         if base is None:
             continue
         try:

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import jinja2
 from markupsafe import Markup
 
-from generator.errors import BuildError, SiteError, display_path
+from generator.errors import BuildError, ContentError, Diagnostic, SiteError, display_path
 from generator.model import Content, Lab, Topic
 
 STORAGE_PREFIX = "attention-labs:v1"
@@ -94,23 +94,34 @@ class Theme:
         try:
             return self.env.get_template(template).render(**context)
         except jinja2.TemplateSyntaxError as exc:
-            where = display_path(self.folder / "templates" / (exc.filename or template).split("templates/")[-1])
-            raise BuildError(f"{where}:{exc.lineno}: template error: {exc.message}") from None
+            path = self.folder / "templates" / (exc.filename or template).split("templates/")[-1]
+            raise _template_error(path, exc.lineno, exc.message) from None
         except jinja2.TemplateNotFound as exc:
             raise BuildError(f"theme template {exc.name!r} not found", display_path(self.folder / "templates")) from None
         except SiteError:
             raise  # ours, from a helper such as asset() or url()
         except Exception as exc:  # the template failed while rendering: undefined name, bad operand, …
             message = exc.message if isinstance(exc, jinja2.UndefinedError) else f"{type(exc).__name__}: {exc}"
-            raise BuildError(f"{self._template_line(exc, template)}: template error: {message}") from None
+            raise _template_error(*self._template_line(exc, template), message) from None
 
-    def _template_line(self, exc: Exception, template: str) -> str:
-        """``path:line`` of the innermost template frame of ``exc`` (Jinja puts template lines in tracebacks)."""
+    def _template_line(self, exc: Exception, template: str) -> tuple[Path, int]:
+        """Path and line of the innermost template frame of ``exc`` (Jinja puts template lines in tracebacks)."""
         templates = (self.folder / "templates").resolve()
         for frame in reversed(traceback.extract_tb(exc.__traceback__)):
             if frame.filename and Path(frame.filename).resolve().is_relative_to(templates):
-                return f"{display_path(frame.filename)}:{frame.lineno}"
-        return f"{display_path(self.folder / 'templates' / template)}:1"
+                return Path(frame.filename), frame.lineno or 1
+        return self.folder / "templates" / template, 1
+
+
+def _template_error(path: Path, line: int, message: str) -> ContentError:
+    """A mistake in a theme template, as a diagnostic at its line (with the line's text)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        lines = []
+    source = lines[line - 1] if 0 < line <= len(lines) else ""
+    column = len(source) - len(source.lstrip()) + 1
+    return ContentError([Diagnostic(display_path(path), line, column, f"template error: {message}", source)])
 
 
 def fingerprint(name: str, data: bytes) -> str:

@@ -28,7 +28,13 @@ def build_fixture_site(output: Path) -> dict[str, bytes]:
     """Build the fixture site into ``output``; the files written, by path. No timestamps:
     SOURCE_DATE_EPOCH must not be set (the caller clears it)."""
     assert "SOURCE_DATE_EPOCH" not in os.environ, "golden files carry no dates; unset SOURCE_DATE_EPOCH"
-    return build(FIXTURE_CONTENT, FIXTURE_THEME, output).files
+    # Author-facing paths (which the fixture theme prints) are relative to the working folder.
+    here, output = Path.cwd(), Path(output).resolve()
+    os.chdir(FIXTURE_CONTENT.parent)
+    try:
+        return build(FIXTURE_CONTENT, FIXTURE_THEME, output).files
+    finally:
+        os.chdir(here)
 
 
 def main() -> int:

@@ -266,6 +266,8 @@ def test_template_mistakes_name_the_template_line(project, expression, message):
     text = lab.read_text(encoding="utf-8")
     line = text[: text.index("{{ lab.summary }}")].count("\n") + 1
     lab.write_text(text.replace("{{ lab.summary }}", expression), encoding="utf-8")
-    with pytest.raises(BuildError) as exc:
+    with pytest.raises(ContentError) as exc:
         build(project / "content", project / "theme", project / "site")
-    assert str(exc.value) == f"error: theme/templates/lab.html:{line}: template error: {message}"
+    column = len(text.splitlines()[line - 1]) - len(text.splitlines()[line - 1].lstrip()) + 1
+    assert [str(d) for d in exc.value.diagnostics] == [
+        f"theme/templates/lab.html:{line}:{column}: error: template error: {message}"]

@@ -194,6 +194,6 @@ def test_check_reports_the_same_errors_as_build(project, capsys):
     check = run(capsys, "check", "--content", "content", "--theme", "theme")
     assert build[0] == check[0] == 1
     assert build[2] == check[2] == [
-        f"content/labs/alpha/details.md:{line}:{column}: error: link to missing anchor #faqs: #faqs",
+        f"content/labs/alpha/details.md:{line}:{column}: error: link to a missing anchor: #faqs",
         "1 error; nothing was written",
     ]

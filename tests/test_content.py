@@ -143,7 +143,7 @@ CASES = [
     pytest.param(Case(LAB + "gist.md", "**softmax**", "[softmax](lab:atention)", "[softmax](|lab:atention)",
                       "link to unknown lab 'atention' (did you mean 'attention'?)"), id="link-to-unknown-lab"),
     pytest.param(Case(LAB + "gist.md", "**softmax**", "[softmax](#nowhere)", "[softmax](|#nowhere)",
-                      "link to missing anchor #nowhere: #nowhere"), id="link-to-missing-anchor"),
+                      "link to a missing anchor: #nowhere"), id="link-to-missing-anchor"),
     pytest.param(Case("content/site.yaml", "base_url: https://attention-labs.github.io/",
                       "base_url: attention-labs.github.io", "base_url: |attention-labs",
                       "base_url 'attention-labs.github.io' must be an absolute http(s) URL such as "
