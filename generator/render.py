@@ -16,6 +16,8 @@ from typing import Any, Callable
 from urllib.parse import urlsplit
 
 import jinja2
+import rcssmin
+import rjsmin
 from markupsafe import Markup
 
 from generator.errors import BuildError, ContentError, Diagnostic, SiteError, display_path
@@ -74,16 +76,17 @@ class Theme:
         )
 
     def assets(self) -> dict[str, bytes]:
-        """Built assets by logical name: ``site.css`` and ``site.js`` (concatenated in file-name
-        order) plus every other static file as it is."""
+        """Built assets by logical name: ``site.css`` and ``site.js`` (minified, concatenated in
+        file-name order) plus every other static file as it is."""
         static = self.folder / "static"
         out: dict[str, bytes] = {}
         if not static.is_dir():
             return out
-        for kind, sub in (("css", "css"), ("js", "js")):
-            files = sorted((static / sub).glob(f"*.{kind}")) if (static / sub).is_dir() else []
+        for kind, minify in (("css", rcssmin.cssmin), ("js", rjsmin.jsmin)):
+            files = sorted((static / kind).glob(f"*.{kind}")) if (static / kind).is_dir() else []
             if files:
-                out[f"site.{kind}"] = b"\n".join(f.read_bytes().rstrip() + b"\n" for f in files)
+                # Each file is minified alone, so a mistake in one cannot run into the next.
+                out[f"site.{kind}"] = b"\n".join(minify(f.read_text(encoding="utf-8")).encode() for f in files) + b"\n"
         for f in sorted(static.rglob("*")):
             rel = f.relative_to(static).as_posix()
             if f.is_file() and rel.split("/")[0] not in ("css", "js") and not f.name.startswith("."):
@@ -240,19 +243,38 @@ class Renderer:
             "suggestedAnswer": [{"@type": "Answer", "text": t} for t in wrong],
         }
 
-    def render_lab(self, lab: Lab, prev_lab: Lab | None, next_lab: Lab | None) -> bytes:
+    def lab_files(self, lab: Lab, prev_lab: Lab | None, next_lab: Lab | None) -> dict[str, bytes]:
+        """A lab's page, and its real model heads as a separate script loaded only when asked for.
+
+        The pretrained model's attention is most of a lab's data (72 heads per sentence), and
+        most visits never open it: the page embeds a summary with the script's name, and the
+        widget adds ``<script src>`` on demand — a classic script, so it works from file://.
+        """
         path = f"labs/{lab.slug}/"
+        payload = dict(self.payloads[lab.slug])
+        files: dict[str, bytes] = {}
+        real = payload.get("real")
+        if real:
+            script = f"(window.Labs=window.Labs||{{}}).realHeads={json_for_script(real['sentences'])};\n".encode()
+            name = fingerprint("real-heads.js", script)
+            files[path + name] = script
+            summary = {key: value for key, value in real.items() if key != "sentences"}
+            payload["real"] = {**summary, "src": name, "sentence_ids": sorted(real["sentences"])}
         title = f"{lab.label} · {lab.title}" + (f" — {lab.subtitle}" if lab.subtitle else "") + f" | {self.site.title}"
         page = self._page(path, title, lab.summary, "article", self.lab_jsonld(lab, self._absolute(path)))
-        return self._render(
+        files[path + "index.html"] = self._render(
             "lab.html",
             page,
             lab=lab,
             topic=self.content.topic(lab.topic),
-            spotlight_json=json_for_script(self.payloads[lab.slug]),
+            spotlight_json=json_for_script(payload),
             prev_lab=prev_lab,
             next_lab=next_lab,
         )
+        return files
+
+    def render_lab(self, lab: Lab, prev_lab: Lab | None, next_lab: Lab | None) -> bytes:
+        return self.lab_files(lab, prev_lab, next_lab)[f"labs/{lab.slug}/index.html"]
 
     def render_index(self) -> bytes:
         groups = [(t, list(self.content.labs_in(t.slug))) for t in self.site.topics]
@@ -323,8 +345,7 @@ class Renderer:
             files[self.asset_names[name]] = data
         labs = self.content.labs
         for i, lab in enumerate(labs):
-            files[f"labs/{lab.slug}/index.html"] = self.render_lab(
-                lab, labs[i - 1] if i > 0 else None, labs[i + 1] if i + 1 < len(labs) else None)
+            files.update(self.lab_files(lab, labs[i - 1] if i > 0 else None, labs[i + 1] if i + 1 < len(labs) else None))
         for topic in self.site.topics:
             files[f"topics/{topic.slug}/index.html"] = self.render_topic(topic)
         files["index.html"] = self.render_index()
