@@ -68,12 +68,15 @@ def test_output_has_every_page_the_sitemap_robots_and_fingerprinted_assets(proje
     }
 
 
-def test_css_is_the_theme_files_concatenated_in_name_order(project):
+def test_css_is_the_theme_files_minified_and_concatenated_in_name_order(project):
+    import rcssmin
+
     result = build(project / "content", project / "theme", project / "site")
     css = next(data for name, data in result.files.items() if name.endswith(".css"))
-    first = (project / "theme/static/css/10-first.css").read_bytes()
-    second = (project / "theme/static/css/20-second.css").read_bytes()
-    assert css == first + b"\n" + second  # each file ends with one newline; a blank line between
+    first = rcssmin.cssmin((project / "theme/static/css/10-first.css").read_text(encoding="utf-8"))
+    second = rcssmin.cssmin((project / "theme/static/css/20-second.css").read_text(encoding="utf-8"))
+    assert "/*" not in first + second and first and second
+    assert css == f"{first}\n{second}\n".encode()
     digest = hashlib.sha256(css).hexdigest()[:8]
     assert f"assets/site.{digest}.css" in result.files
 

@@ -1,2 +1,0 @@
-// fixture script
-document.documentElement.dataset.js = "1";
