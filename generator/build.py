@@ -9,12 +9,16 @@ previous site byte-for-byte as it was, and the build never writes into ``content
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import re
 import shutil
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from datetime import datetime, timezone
 from html import unescape
 from pathlib import Path
@@ -50,26 +54,32 @@ class BuildResult:
     output: Path | None
 
 
+def compute_lab(lab, model_dir: Path | None = None) -> tuple[dict, list[Diagnostic], list[str]]:
+    """Run the attention core for one lab: its spotlight payload, the problems found by checking
+    its claims and quiz answer keys against the computed weights, and notes for the author."""
+    payload = compute_widget(lab.widget)
+    problems = check_claims(lab.widget, payload) + _check_word_questions(lab, payload)
+    notes: list[str] = []
+    if lab.model is not None:
+        try:
+            payload["real"], notes = compute_real(lab.model, lab.widget, model_dir)
+        except ContentError as exc:
+            problems.extend(exc.diagnostics)
+    return payload, problems, notes
+
+
 def compute(content: Content, model_dir: Path | None = None,
-            report: Callable[[str], None] = lambda _: None) -> dict[str, dict]:
-    """Run the attention core for every lab; check declared relations and quiz answer keys
-    against the computed weights; add real model heads (from the cache, or from the
-    checkpoint in ``model_dir``). Returns each lab's spotlight payload by slug."""
+            report: Callable[[str], None] = lambda _: None, map_labs: Callable = map) -> dict[str, dict]:
+    """Compute every lab (see :func:`compute_lab`); returns each lab's payload by slug, or raises
+    one ContentError with every lab's problems."""
     payloads: dict[str, dict] = {}
     problems: list[Diagnostic] = []
-    for lab in content.labs:
-        payload = compute_widget(lab.widget)
-        problems.extend(check_claims(lab.widget, payload))
-        problems.extend(_check_word_questions(lab, payload))
-        if lab.model is not None:
-            try:
-                payload["real"], notes = compute_real(lab.model, lab.widget, model_dir)
-            except ContentError as exc:
-                problems.extend(exc.diagnostics)
-            else:
-                for note in notes:
-                    report(f"note: {note}")
+    for lab, (payload, lab_problems, notes) in zip(content.labs, map_labs(partial(compute_lab, model_dir=model_dir),
+                                                                          content.labs)):
         payloads[lab.slug] = payload
+        problems.extend(lab_problems)
+        for note in notes:
+            report(f"note: {note}")
     if problems:
         raise ContentError(problems)
     return payloads
@@ -155,16 +165,36 @@ def _link_problem(content: Content, page: str, href: str, message: str) -> Diagn
     return Diagnostic(f"theme/templates (page {page})", 1, 1, f"{message}: {href}")
 
 
+# Below this many labs a process pool costs more than it saves.
+PARALLEL_MIN_LABS = 16
+
+
+@contextmanager
+def _lab_pool(content_dir: Path):
+    """``map`` over labs: in worker processes for a large site on a machine with several cores,
+    else in this process. Results come back in order, so the output is the same either way."""
+    labs_dir = Path(content_dir) / "labs"
+    n_labs = sum(1 for p in labs_dir.iterdir() if p.is_dir()) if labs_dir.is_dir() else 0
+    workers = min(os.cpu_count() or 1, 8)
+    if workers < 2 or n_labs < PARALLEL_MIN_LABS or os.environ.get("LABS_SERIAL"):
+        yield map
+        return
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        yield lambda fn, items: pool.map(fn, items, chunksize=max(1, n_labs // (workers * 4)))
+
+
 def build_files(content_dir: Path, theme_dir: Path, base_url: str | None = None,
                 report: Callable[[str], None] = lambda _: None,
                 model_dir: Path | None = None) -> tuple[dict[str, bytes], Content]:
     """Everything a build writes, in memory. Raises ContentError/BuildError on any problem."""
     started = time.perf_counter()
-    content = load_content(content_dir)
-    report(f"loaded {len(content.labs)} lab{'s' * (len(content.labs) != 1)} from {display_path(content_dir)}/ "
-           f"({time.perf_counter() - started:.2f} s)")
-    t = time.perf_counter()
-    payloads = compute(content, model_dir, report)
+    with _lab_pool(content_dir) as map_labs:
+        content = load_content(content_dir, map_labs)
+        report(f"loaded {len(content.labs)} lab{'s' * (len(content.labs) != 1)} from {display_path(content_dir)}/ "
+               f"({time.perf_counter() - started:.2f} s)")
+        t = time.perf_counter()
+        payloads = compute(content, model_dir, report, map_labs)
     report(f"computed attention for {sum(len(p['sentences']) for p in payloads.values())} sentences "
            f"({time.perf_counter() - t:.2f} s)")
     t = time.perf_counter()

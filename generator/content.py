@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Callable
 
 from generator.attention.widget import WidgetSpec, read_widget
 from generator.errors import ContentError, Diagnostic, Diagnostics, did_you_mean, display_path
@@ -223,6 +226,7 @@ class _Loader:
             widget=widget,
             source_dir=folder,
             model=model,
+            number_at=(doc.path, *doc.position(("number",))),
         )
 
     def section(self, r: Reader, where: tuple, folder: Path, links, default_id: str = "") -> Section | None:
@@ -446,17 +450,29 @@ def lab_folders(root: Path) -> list[str]:
     return sorted(p.name for p in labs_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
-def load_content(root: Path) -> Content:
-    """Parse and validate everything under ``root``; raise one :class:`ContentError` listing every problem."""
+@dataclass(frozen=True)
+class SiteSource:
+    """site.yaml, read: what every lab needs to know to load itself."""
+
+    root: Path
+    site: Site
+    order: tuple[str, ...]  # the labs to load, in the site's order
+    links: LinkTargets
+    problems: tuple[Diagnostic, ...]
+
+
+def load_site(root: Path) -> SiteSource:
+    """Read ``site.yaml`` and find the lab folders. Raises ContentError only when there is no
+    usable site at all; other problems are returned with it, to be reported with the labs'."""
     root = Path(root)
-    loader = _Loader(root)
     if not root.is_dir():
         raise ContentError([Diagnostic(display_path(root), 1, 1, "content folder not found")])
+    loader = _Loader(root)
     site, site_doc = loader.site()
-    folders = lab_folders(root)
     if site is None:
         loader.diags.raise_if_any()
     assert site is not None and site_doc is not None
+    folders = lab_folders(root)
     site_reader = Reader(site_doc, loader.diags)
     for i, slug in enumerate(site.lab_order):
         if slug not in folders:
@@ -468,15 +484,40 @@ def load_content(root: Path) -> Content:
     order = [s for s in site.lab_order if s in folders] + [s for s in folders if s not in site.lab_order]
     order = [s for s in order if SLUG_RE.match(s)]
     links = LinkTargets(order, [t.slug for t in site.topics])
-    labs = [loader.lab(slug, root / "labs" / slug, site, links) for slug in order]
-    numbers: dict[int, str] = {}
-    for lab in labs:
+    return SiteSource(root, site, tuple(order), links, tuple(loader.diags.items))
+
+
+def load_lab(source: SiteSource, slug: str) -> tuple[Lab | None, tuple[Diagnostic, ...]]:
+    """Load one lab folder: the lab (None if it has mistakes) and its problems.
+
+    A pure function of the lab's files and the site, so labs can load in parallel and a
+    rebuild can reuse the labs whose files did not change."""
+    loader = _Loader(source.root)
+    lab = loader.lab(slug, source.root / "labs" / slug, source.site, source.links)
+    return lab, tuple(loader.diags.items)
+
+
+def assemble(source: SiteSource, loaded: list[tuple[Lab | None, tuple[Diagnostic, ...]]]) -> Content:
+    """The site and its labs as one Content, or one ContentError with every problem of them all."""
+    problems = list(source.problems)
+    numbers: dict[int, Lab] = {}
+    for lab, lab_problems in loaded:
+        problems.extend(lab_problems)
         if lab is None:
             continue
         if lab.number in numbers:
-            doc_path = root / "labs" / lab.slug / "lab.yaml"
-            loader.diags.add(Diagnostic(display_path(doc_path, root.parent), 1, 1,
-                                        f"lab number {lab.label} is already used by lab {numbers[lab.number]!r}"))
-        numbers[lab.number] = lab.slug
-    loader.diags.raise_if_any()
-    return Content(site=site, labs=tuple(lab for lab in labs if lab is not None), root=root)
+            path, line, column = lab.number_at
+            problems.append(Diagnostic(path, line, column, f"lab number {lab.label} is already used by lab "
+                                                           f"{numbers[lab.number].slug!r}"))
+        else:
+            numbers[lab.number] = lab
+    if problems:
+        raise ContentError(problems)
+    return Content(site=source.site, labs=tuple(lab for lab, _ in loaded if lab is not None), root=source.root)
+
+
+def load_content(root: Path, map_labs: Callable = map) -> Content:
+    """Parse and validate everything under ``root``; raise one :class:`ContentError` listing every
+    problem. ``map_labs`` may be a process pool's ``map``: labs load independently."""
+    source = load_site(root)
+    return assemble(source, list(map_labs(partial(load_lab, source), source.order)))

@@ -172,10 +172,28 @@ def _converter() -> tuple[markdown.Markdown, _MathState, list[str]]:
     return cached
 
 
+# Text that Markdown would only wrap in <p>: one line, none of Markdown's or HTML's special
+# characters, no block marker at the start. Most quiz feedback and FAQ answers are like this,
+# and skipping the converter for them halves a lab's load time. tests/test_markdown_render.py
+# checks that this path gives exactly what the converter gives.
+_PLAIN = re.compile(r"[^\\`*_\[\]<>&$|~{}\n\r\t\u00a0\ue000\ue001]*")
+_BLOCK_START = re.compile(r"\s*(?:[#>+=-]|\d+[.)]|$)")
+
+
+def _plain_paragraph(source: str) -> str | None:
+    text = source
+    if not _PLAIN.fullmatch(text) or _BLOCK_START.match(text) or text != text.strip():
+        return None
+    return f"<p>{text}</p>"
+
+
 def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
     """Render ``source``. ``resolve_link(href) -> str | None`` rewrites ``lab:``/``topic:`` links
     (return None to leave an href unchanged); problems with links are checked by the caller
     from :attr:`RenderedMarkdown.links`."""
+    simple = _plain_paragraph(source.strip("\n"))
+    if simple is not None:
+        return RenderedMarkdown(html=simple, text=" ".join(source.split()))
     md, state, links = _converter()
     html = md.convert(source)
     html = nh3.clean(

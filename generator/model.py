@@ -114,6 +114,7 @@ class Lab:
     widget: Any  # generator.attention.widget.WidgetSpec
     source_dir: Path = field(compare=False)
     model: Any = None  # generator.realmodel.ModelSpec, when the lab shows a pretrained model's heads
+    number_at: tuple[str, int, int] = field(default=("", 1, 1), compare=False)  # where `number:` is written
 
     @property
     def label(self) -> str:

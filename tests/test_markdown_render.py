@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from generator import markdown_render
 from generator.markdown_render import render_markdown
 
 
@@ -59,3 +64,27 @@ def test_internal_links_are_collected_and_rewritten():
 def test_plain_text_for_descriptions():
     out = render_markdown("A **bold** claim & more.")
     assert out.text == "A bold claim & more."
+
+
+_ALPHABET = st.sampled_from(
+    list("abc XYZ.,;:'\"!?()-+=#%@^/0123456789é—√Σ*_`[]<>&$\n\\ \u00a0\u2028\x0b\x0c")
+    + ["...", "http://x.org", " 1. ", "  ", "www.x.com", "a@b.c", "\r\n", "- ", "# "]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_ALPHABET, max_size=14).map("".join))
+def test_plain_text_shortcut_gives_what_the_converter_gives(source):
+    fast = render_markdown(source)
+    original = markdown_render._plain_paragraph
+    markdown_render._plain_paragraph = lambda _: None
+    try:
+        slow = render_markdown(source)
+    finally:
+        markdown_render._plain_paragraph = original
+    assert (fast.html, fast.text, fast.links) == (slow.html, slow.text, slow.links)
+
+
+def test_plain_text_shortcut_is_taken_for_plain_sentences(monkeypatch):
+    monkeypatch.setattr(markdown_render, "_converter", lambda: pytest.fail("converter used for plain text"))
+    assert render_markdown("The softmax divides by the total.\n").html == "<p>The softmax divides by the total.</p>"
