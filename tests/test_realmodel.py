@@ -1,0 +1,150 @@
+"""A lab's real model heads: the model section, the committed cache, ``labs heads`` and the finder.
+
+A tiny random BERT checkpoint (written by the test, with a vocabulary covering the lab's
+sentences) stands in for all-MiniLM-L6-v2, so these run without the real checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from generator.attention.bert import BertConfig, write_random_checkpoint
+from generator.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+LAB = "content/labs/attention"
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    text = (ROOT / LAB / "lab.yaml").read_text(encoding="utf-8")
+    words = {w.split("/")[0].lower() for line in re.findall(r"^\s+text: (.*)$", text, re.M) for w in line.split()}
+    pieces = sorted(words | {"'", "didn", "t", "n"})
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *pieces]
+    config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=32, max_position_embeddings=64, type_vocab_size=2)
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    write_random_checkpoint(folder, vocab, config, seed=3)
+    return folder
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch) -> Path:
+    shutil.copytree(ROOT / "content", tmp_path / "content")
+    shutil.copytree(ROOT / "theme", tmp_path / "theme")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run(capsys, *argv) -> tuple[int, list[str], list[str]]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out.splitlines(), captured.err.splitlines()
+
+
+def line_col(path: Path, needle: str) -> tuple[int, int]:
+    text = path.read_text(encoding="utf-8")
+    i = text.index(needle)
+    return text.count("\n", 0, i) + 1, i - (text.rfind("\n", 0, i) + 1) + 1
+
+
+def test_shipped_cache_builds_without_a_checkpoint(project, capsys):
+    code, out, err = run(capsys, "build")
+    assert (code, err) == (0, [])
+    page = (project / "site/labs/attention/index.html").read_text(encoding="utf-8")
+    data = json.loads(re.search(r'id="spotlight-data">(.*?)</script>', page, re.S).group(1))
+    real = data["real"]
+    assert real["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert (real["layers"], real["heads"]) == (6, 12)
+    assert real["sentence_ids"] == ["animal", "cat-mat", "decoder"]  # the cross pair is not a sentence
+    script = (project / "site/labs/attention" / real["src"]).read_text(encoding="utf-8")
+    assert "real-heads" not in page.split('id="spotlight-data"')[0]  # not loaded by the page itself
+    sentences = json.loads(script.removeprefix("(window.Labs=window.Labs||{}).realHeads=").removesuffix(";\n"))
+    for entry in sentences.values():
+        for layer in entry["attention"]:
+            for head in layer:
+                assert all(sum(row) == 1000 for row in head)
+    kinds = {r["relation"]: r for r in real["finder"]}
+    assert set(kinds) == {"adjective", "coreference", "determiner", "object", "subject"}
+    assert kinds["determiner"]["count"] == 6 and len(kinds["determiner"]["best"]) == 3
+
+
+def test_changed_sentence_without_checkpoint_points_at_its_text(project, capsys):
+    lab = project / LAB / "lab.yaml"
+    lab.write_text(lab.read_text(encoding="utf-8").replace("the red/ADJ ball/NOUN", "the red/ADJ ball/NOUN today/ADV"),
+                   encoding="utf-8")
+    line, col = line_col(lab, "The dog/NOUN chased")
+    code, _, err = run(capsys, "build")
+    assert code == 1
+    assert err[0].startswith(f"{LAB}/lab.yaml:{line}:{col}: error: sentence 'The dog chased the red ball today' "
+                             f"is not in the cache ({LAB}/real-heads.json); put a BERT-family checkpoint")
+    assert "labs heads --model DIR" in err[0]
+    assert not (project / "site").exists()
+
+
+def test_missing_cache_points_at_the_model_section(project, capsys):
+    (project / LAB / "real-heads.json").unlink()
+    line, col = line_col(project / LAB / "lab.yaml", "model:\n")
+    code, _, err = run(capsys, "build")
+    assert code == 1
+    assert err[0].startswith(f"{LAB}/lab.yaml:{line}:{col}: error: {LAB}/real-heads.json is empty or missing "
+                             "and no checkpoint was given")
+
+
+def test_labs_heads_fills_the_cache_and_the_build_uses_it(project, capsys, checkpoint):
+    (project / LAB / "real-heads.json").unlink()
+    code, out, err = run(capsys, "heads", "--model", str(checkpoint))
+    assert (code, err) == (0, [])
+    assert out == [f"{LAB}/real-heads.json: 3 of 3 sentences computed, the rest already cached"]
+    cache = json.loads((project / LAB / "real-heads.json").read_text(encoding="utf-8"))
+    assert list(cache["entries"]) == [_sha256(checkpoint / "model.safetensors")]
+    code, out, err = run(capsys, "heads", "--model", str(checkpoint))
+    assert out == [f"{LAB}/real-heads.json: 0 of 3 sentences computed, the rest already cached"]
+    code, _, err = run(capsys, "build")
+    assert (code, err) == (0, [])
+    page = (project / "site/labs/attention/index.html").read_text(encoding="utf-8")
+    data = json.loads(re.search(r'id="spotlight-data">(.*?)</script>', page, re.S).group(1))
+    assert (data["real"]["layers"], data["real"]["heads"]) == (2, 4)
+
+
+def test_build_with_a_checkpoint_computes_uncached_sentences_and_says_so(project, capsys, checkpoint):
+    code, out, err = run(capsys, "build", "--model", str(checkpoint))
+    assert (code, err) == (0, [])
+    notes = [line for line in out if line.startswith("note:")]
+    assert len(notes) == 3 and all("labs heads --model" in n for n in notes)
+    cache = json.loads((project / LAB / "real-heads.json").read_text(encoding="utf-8"))
+    assert _sha256(checkpoint / "model.safetensors") not in cache["entries"]  # build never writes content/
+
+
+@pytest.mark.parametrize(("old", "new", "needle", "message"), [
+    ("- sat -> cat (subject)", "- sat => cat (subject)", "sat => cat",
+     "relation 'sat => cat (subject)' should read 'query -> key (type)', e.g. 'sat -> cat (subject)'"),
+    ("- sat -> cat (subject)", "- sat -> dog (subject)", "sat -> dog",
+     "'dog' is not a word of this sentence"),
+    ("- the -> mat (determiner)", "- the#3 -> mat (determiner)", "the#3 -> mat",
+     "'the#3': the sentence has 1 'the'"),
+    ("    cat-mat:\n      - The", "    cat-mats:\n      - The", "cat-mats:",
+     "unknown sentence 'cat-mats' (did you mean 'cat-mat'?)"),
+    ("  cache: real-heads.json", "  cache: ../../real-heads.json", "../../real-heads.json",
+     "cache '../../real-heads.json' must be inside the lab folder"),
+], ids=["syntax", "unknown-word", "no-such-occurrence", "unknown-sentence", "cache-outside"])
+def test_model_section_mistakes(project, capsys, old, new, needle, message):
+    lab = project / LAB / "lab.yaml"
+    text = lab.read_text(encoding="utf-8")
+    assert old in text
+    lab.write_text(text.replace(old, new, 1), encoding="utf-8")
+    line, col = line_col(lab, needle)
+    code, _, err = run(capsys, "build")
+    assert code == 1
+    assert err[0] == f"{LAB}/lab.yaml:{line}:{col}: error: {message}"
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
