@@ -174,6 +174,10 @@ class _Loader:
                      optional=("subtitle", "legend", "sections", "cards", "model")) is None:
             return None
         number = r.integer(("number",), minimum=0)
+        lab_title = r.string(("title",), multiline=False)
+        subtitle = r.string(("subtitle",), required=False, multiline=False) or ""
+        tagline = r.string(("tagline",))
+        summary = r.string(("summary",))
         topic = r.string(("topic",), multiline=False)
         topic_slugs = [t.slug for t in site.topics]
         if topic and topic not in topic_slugs:
@@ -207,16 +211,17 @@ class _Loader:
         model = read_model(r, ("model",), widget, folder) if "model" in (r.value(()) or {}) else None
         faq = self.faq(folder / "faq.yaml", links)
         quiz = self.quiz(folder / "quiz.yaml", slug, widget, links)
-        if len(self.diags.items) > before or None in (number, topic, gist, widget, faq, quiz):
+        if (len(self.diags.items) > before or number is None or lab_title is None or tagline is None
+                or summary is None or topic is None or gist is None or widget is None or faq is None or quiz is None):
             return None
         return Lab(
             slug=slug,
             number=number,
-            title=r.string(("title",), multiline=False),
-            subtitle=r.string(("subtitle",), required=False, multiline=False) or "",
-            tagline=r.string(("tagline",)).strip(),
+            title=lab_title,
+            subtitle=subtitle,
+            tagline=tagline.strip(),
             topic=topic,
-            summary=r.string(("summary",)).strip(),
+            summary=summary.strip(),
             legend=tuple(legend),
             gist=gist,
             sections=tuple(sections),

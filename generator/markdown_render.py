@@ -20,6 +20,7 @@ import re
 import threading
 import xml.etree.ElementTree as etree
 from dataclasses import dataclass, field
+from typing import cast
 from html import unescape
 
 import latex2mathml.converter
@@ -154,7 +155,7 @@ def _converter() -> tuple[markdown.Markdown, _MathState, list[str]]:
     than converting a short answer, and a build converts thousands of them."""
     cached = getattr(_local, "converter", None)
     if cached is None:
-        state, links = _MathState(), []
+        state, links = _MathState(), cast(list[str], [])
         md = markdown.Markdown(
             extensions=["fenced_code", "tables", "sane_lists", "codehilite", "toc", _Extension(state, links)],
             extension_configs={

@@ -98,13 +98,14 @@ class Theme:
             return self.env.get_template(template).render(**context)
         except jinja2.TemplateSyntaxError as exc:
             path = self.folder / "templates" / (exc.filename or template).split("templates/")[-1]
-            raise _template_error(path, exc.lineno, exc.message) from None
+            raise _template_error(path, exc.lineno, exc.message or "invalid template syntax") from None
         except jinja2.TemplateNotFound as exc:
             raise BuildError(f"theme template {exc.name!r} not found", display_path(self.folder / "templates")) from None
         except SiteError:
             raise  # ours, from a helper such as asset() or url()
         except Exception as exc:  # the template failed while rendering: undefined name, bad operand, …
-            message = exc.message if isinstance(exc, jinja2.UndefinedError) else f"{type(exc).__name__}: {exc}"
+            message = (exc.message or "undefined value") if isinstance(exc, jinja2.UndefinedError) \
+                else f"{type(exc).__name__}: {exc}"
             raise _template_error(*self._template_line(exc, template), message) from None
 
     def _template_line(self, exc: Exception, template: str) -> tuple[Path, int]:
