@@ -1,0 +1,426 @@
+"""Incremental builds for ``labs serve``: the site a full build makes, redoing only what changed.
+
+:func:`generator.build.build_files` loads every lab, computes every lab and renders every
+page. :class:`SiteBuilder` runs the same per-lab functions (``load_site``, ``load_lab``,
+``assemble``, ``compute_lab``, ``Renderer.lab_files``) but keeps their results and, told which
+files changed, redoes the least work that still gives byte-for-byte the same files
+(``tests/test_serve.py`` checks this against ``build_files``):
+
+load     ``site.yaml`` is read again when it or the list of lab folders changed. A lab is kept
+         with a SHA-256 of every file in its folder, the topic slugs it was validated against
+         and the answer to every ``lab:``/``topic:`` link check it made; it is read again only
+         when one of those changed.
+compute  ``compute_lab`` (the NumPy precomputation, the claim and answer-key checks, the real
+         model heads) is cached by a hash of what it reads: the widget spec, the word
+         questions, the model spec and the bytes of the model's cache file. Prose, FAQ and
+         ordinary quiz edits never recompute.
+render   when the site settings, the list of labs or the theme changed, every page is rendered
+         again (``Renderer.render_all``); otherwise only the pages of the labs whose content or
+         payload changed, their neighbours (prev/next), their topic pages and the index.
+links    a page is parsed only when its bytes changed, and its links are checked again only
+         when it changed or a page it links to gained or lost an id.
+
+A failed run raises what a full build would raise (ContentError / BuildError); the caches
+survive it, so fixing the file costs one lab's work, not a full build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import pickle
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from generator import build as pipeline
+from generator.content import (
+    LinkTargets,
+    SiteSource,
+    assemble,
+    lab_folders,
+    load_lab,
+    load_site,
+)
+from generator.errors import BuildError, ContentError, Diagnostic, display_path
+from generator.model import Content, Lab
+from generator.render import Renderer, Theme
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Rebuild:
+    """What one :meth:`SiteBuilder.rebuild` made, and how much work it took."""
+
+    files: dict[str, bytes]  # every output file, exactly as build_files returns them
+    content: Content
+    changed: frozenset[str]  # output paths added, removed or with new bytes since the last good run
+    labs_changed: tuple[str, ...]  # labs whose content or payload differs from the last run
+    labs_computed: tuple[str, ...]  # labs whose compute_lab ran (cache misses)
+    pages_rendered: int
+    seconds: float
+
+
+class _Recording(LinkTargets):
+    """LinkTargets that remembers every question a lab asked, so the answers can be re-checked."""
+
+    def __init__(self, lab_slugs, topic_slugs):
+        super().__init__(lab_slugs, topic_slugs)
+        self.asked: dict[str, str | None] = {}
+
+    def problem(self, href: str) -> str | None:
+        answer = super().problem(href)
+        self.asked[href] = answer
+        return answer
+
+
+@dataclass
+class _LabEntry:
+    digest: str  # of every file in the lab's folder
+    topics: tuple[str, ...]  # topic slugs the lab was validated against
+    asked: dict[str, str | None]  # link checks made while loading, with their answers
+    lab: Lab | None  # None when the lab has mistakes
+    diagnostics: tuple[Diagnostic, ...]
+    compute_key: str = ""  # set with payload and problems once computed
+    payload: dict | None = None
+    problems: tuple[Diagnostic, ...] = ()
+
+
+@dataclass
+class _Rendered:
+    """The files of the last completed render and the inputs they were rendered from."""
+
+    key: tuple  # site, lab order, theme digest, base URL, source date: any change re-renders all
+    labs: dict[str, tuple[Lab, str]]  # slug -> (lab, compute key)
+    lab_files: dict[str, tuple[str, ...]]  # slug -> output paths of its page and data
+    files: dict[str, bytes]  # without the build marker
+
+
+@dataclass
+class _PageLinks:
+    data: bytes
+    ids: frozenset[str]
+    hrefs: tuple[str, ...]
+    targets: frozenset[str] = frozenset()
+    problems: tuple[Diagnostic, ...] = ()
+
+
+def _files_under(folder: Path) -> list[tuple[str, Path]]:
+    """Every file below ``folder`` (recursively, following symlinks as the loader does), sorted."""
+    out: list[tuple[str, Path]] = []
+    for dirpath, _, filenames in os.walk(folder, followlinks=True):
+        for name in filenames:
+            path = Path(dirpath, name)
+            out.append((path.relative_to(folder).as_posix(), path))
+    return sorted(out)
+
+
+def _digest(paths: Iterable[tuple[str, Path]]) -> str:
+    h = hashlib.sha256()
+    for rel, path in paths:
+        try:
+            data = path.read_bytes()
+        except OSError:  # vanished or unreadable mid-scan: the loader will say so
+            data = b"\0unreadable"
+        h.update(rel.encode("utf-8", "surrogateescape") + b"\0" + str(len(data)).encode() + b"\0" + data)
+    return h.hexdigest()
+
+
+def _load_recording(source: SiteSource, slug: str) -> tuple[Lab | None, tuple[Diagnostic, ...], dict[str, str | None]]:
+    """:func:`load_lab`, plus the link checks it made and their answers (module level: it may
+    run in a worker process)."""
+    recording = _Recording(source.links.labs, source.links.topics)
+    lab, diagnostics = load_lab(replace(source, links=recording), slug)
+    return lab, diagnostics, recording.asked
+
+
+def _compute_key(lab: Lab, model_dir: Path | None) -> str:
+    """A content hash of everything :func:`generator.build.compute_lab` reads for ``lab``.
+
+    That is the widget spec (positions included: claim errors point into lab.yaml), the word
+    questions (their answer keys are checked against the weights), the model spec and its
+    cache file's bytes. A checkpoint folder's contents are not hashed (gigabytes; serve
+    never passes one, and a lab's own checkpoint only fills sentences its cache lacks).
+    """
+    words = tuple(q for q in lab.quiz.questions if q.kind == "word")
+    h = hashlib.sha256(pickle.dumps((lab.widget, words, lab.model, str(model_dir)), pickle.HIGHEST_PROTOCOL))
+    cache = getattr(lab.model, "cache", None)
+    if cache is not None:
+        h.update(_digest([("cache", Path(cache))]).encode())
+    return h.hexdigest()
+
+
+class SiteBuilder:
+    """Builds ``content_dir`` with ``theme_dir`` again and again, reusing unchanged work.
+
+    Not thread-safe: one thread calls :meth:`rebuild`.
+    """
+
+    # Computed payloads kept beyond those in use, so undoing an edit does not recompute.
+    SPARE_PAYLOADS = 64
+
+    def __init__(self, content_dir: Path, theme_dir: Path, base_url: str | None = None,
+                 model_dir: Path | None = None, report: Callable[[str], None] = lambda _: None):
+        self.content_dir = Path(content_dir)
+        self.theme_dir = Path(theme_dir)
+        self.base_url = base_url
+        self.model_dir = model_dir
+        self.report = report
+        self._content_abs = self.content_dir.resolve()
+        self._theme_abs = self.theme_dir.resolve()
+        self._source: SiteSource | None = None
+        self._source_key: tuple = ()
+        self._labs: dict[str, _LabEntry] = {}
+        self._computed: dict[str, tuple[dict, tuple[Diagnostic, ...]]] = {}
+        self._theme: Theme | None = None
+        self._theme_digest: str | None = None
+        self._rendered: _Rendered | None = None
+        self._links: dict[str, _PageLinks] = {}
+        self._linkers: dict[str, set[str]] = {}  # target page -> pages that link to it
+        self._link_keys: frozenset[str] = frozenset()
+        self._last_good: dict[str, bytes] = {}
+
+    # -- what changed -----------------------------------------------------------------
+    def _classify(self, changed: Iterable[Path | str] | None) -> tuple[bool, bool, set[str] | None]:
+        """(site.yaml touched, theme touched, lab slugs touched or None for "any")."""
+        if changed is None:
+            return True, True, None
+        site = theme = False
+        slugs: set[str] | None = set()
+        for raw in changed:
+            path = Path(os.path.abspath(raw))
+            if path.is_relative_to(self._theme_abs):
+                theme = True
+                continue
+            if not path.is_relative_to(self._content_abs):
+                continue
+            parts = path.relative_to(self._content_abs).parts
+            if parts == ("site.yaml",):
+                site = True
+            elif len(parts) >= 2 and parts[0] == "labs":
+                if slugs is not None:
+                    slugs.add(parts[1])
+            elif parts in ((), ("labs",)):  # the folders themselves were moved or replaced
+                site, slugs = True, None
+        return site, theme, slugs
+
+    # -- load -------------------------------------------------------------------------
+    def _load_source(self, rescan: bool) -> SiteSource:
+        """:func:`load_site`, again only when site.yaml or the set of lab folders changed."""
+        folders = tuple(lab_folders(self.content_dir))
+        if self._source is not None and not rescan and folders == self._source_key[1]:
+            return self._source
+        key = (_digest([("site.yaml", self.content_dir / "site.yaml")]), folders)
+        if self._source is None or key != self._source_key:
+            self._source, self._source_key = None, ()
+            self._source = load_site(self.content_dir)  # raises when there is no usable site
+            self._source_key = key
+        return self._source
+
+    def _cached_lab(self, source: SiteSource, slug: str, topics: tuple[str, ...],
+                    rescan: bool) -> tuple[str, _LabEntry | None]:
+        """The lab folder's digest, and its entry if its files, topics and link answers are unchanged."""
+        entry = self._labs.get(slug)
+        digest = _digest(_files_under(source.root / "labs" / slug)) if entry is None or rescan else entry.digest
+        if (entry is not None and entry.digest == digest and entry.topics == topics
+                and all(source.links.problem(href) == answer for href, answer in entry.asked.items())):
+            return digest, entry
+        return digest, None
+
+    def _load(self, site_touched: bool, slugs_touched: set[str] | None,
+              map_labs: Callable) -> tuple[Content, list[_LabEntry]]:
+        """:func:`generator.content.load_content`, loading again only labs whose inputs changed."""
+        source = self._load_source(site_touched or slugs_touched is None)
+        for gone in set(self._labs) - set(source.order):
+            del self._labs[gone]
+        topics = tuple(t.slug for t in source.site.topics)
+        todo: list[tuple[str, str]] = []
+        for slug in source.order:
+            digest, entry = self._cached_lab(source, slug, topics, slugs_touched is None or slug in slugs_touched)
+            if entry is None:
+                todo.append((slug, digest))
+        loaded = map_labs(partial(_load_recording, source), [slug for slug, _ in todo]) if todo else ()
+        for (slug, digest), (lab, diagnostics, asked) in zip(todo, loaded):
+            self._labs[slug] = _LabEntry(digest, topics, asked, lab, diagnostics)
+        entries = [self._labs[slug] for slug in source.order]
+        return assemble(source, [(e.lab, e.diagnostics) for e in entries]), entries
+
+    # -- compute ----------------------------------------------------------------------
+    def _compute(self, entries: list[_LabEntry],
+                 map_labs: Callable) -> tuple[dict[str, dict], dict[str, str], list[str]]:
+        """:func:`generator.build.compute`, calling ``compute_lab`` only on cache misses.
+        Returns payloads and compute keys by slug, and the slugs computed."""
+        labs = [(e, e.lab) for e in entries if e.lab is not None]  # assemble() has raised for the others
+        fresh = [(e, lab) for e, lab in labs if e.payload is None]
+        for entry, lab in fresh:
+            entry.compute_key = _compute_key(lab, self.model_dir)
+        misses: dict[str, Lab] = {}
+        for entry, lab in fresh:
+            if entry.compute_key not in self._computed:
+                misses.setdefault(entry.compute_key, lab)  # identical labs compute once
+        compute = partial(pipeline.compute_lab, model_dir=self.model_dir)
+        results = map_labs(compute, list(misses.values())) if misses else ()
+        for key, (payload, problems, notes) in zip(misses, results):
+            for note in notes:
+                self.report(f"note: {note}")
+            self._computed[key] = (payload, tuple(problems))
+        for entry, _ in fresh:
+            hit = self._computed.pop(entry.compute_key)  # pop + store keeps the dict in recency order
+            self._computed[entry.compute_key] = hit
+            entry.payload, entry.problems = hit
+        if len(self._computed) > len(labs) + self.SPARE_PAYLOADS:
+            in_use = {e.compute_key for e, _ in labs}
+            spare = [key for key in self._computed if key not in in_use]
+            for key in spare[: len(spare) - self.SPARE_PAYLOADS]:  # the least recently used
+                del self._computed[key]
+        problems = [d for e, _ in labs for d in e.problems]
+        if problems:
+            raise ContentError(problems)
+        payloads = {lab.slug: e.payload for e, lab in labs if e.payload is not None}
+        return payloads, {lab.slug: e.compute_key for e, lab in labs}, [lab.slug for lab in misses.values()]
+
+    # -- render -----------------------------------------------------------------------
+    def _load_theme(self, rescan: bool) -> tuple[Theme, str]:
+        if self._theme is not None and self._theme_digest is not None and not rescan:
+            return self._theme, self._theme_digest
+        if not self.theme_dir.is_dir():
+            raise BuildError("theme folder not found", display_path(self.theme_dir))
+        digest = _digest(_files_under(self.theme_dir))
+        if self._theme is None or digest != self._theme_digest:
+            self._theme, self._theme_digest = None, None
+            theme = Theme(self.theme_dir)  # a fresh Jinja environment: no stale templates
+            # This environment lives only as long as the theme's digest, so Jinja need not stat
+            # every template file on every use (a listing page includes its card once per lab).
+            theme.env.auto_reload = False
+            self._theme, self._theme_digest = theme, digest
+        return self._theme, digest
+
+    def _render(self, content: Content, payloads: dict[str, dict], keys: dict[str, str], theme: Theme,
+                theme_digest: str) -> tuple[dict[str, bytes], list[str], int]:
+        """All files, rendering again only pages whose inputs changed: (files, labs changed, pages rendered)."""
+        labs = content.labs
+        key = (content.site, tuple(lab.slug for lab in labs), theme_digest, self.base_url, pipeline.source_date())
+        renderer = Renderer(content, theme, payloads, self.base_url)
+        previous = self._rendered
+        self._rendered = None  # until this render completes
+        inputs = {lab.slug: (lab, keys[lab.slug]) for lab in labs}
+        if previous is None or previous.key != key:
+            files = renderer.render_all()
+            lab_files: dict[str, list[str]] = {lab.slug: [] for lab in labs}
+            for path in files:
+                if path.startswith("labs/"):
+                    lab_files[path.split("/")[1]].append(path)
+            changed = [lab.slug for lab in labs if previous is None or previous.labs.get(lab.slug) != inputs[lab.slug]]
+            rendered = sum(p.endswith(".html") for p in files)
+            self._rendered = _Rendered(key, inputs, {s: tuple(p) for s, p in lab_files.items()}, files)
+            return files, changed, rendered
+        changed = [lab.slug for lab in labs if previous.labs[lab.slug] != inputs[lab.slug]]
+        files = dict(previous.files)
+        lab_files_now = dict(previous.lab_files)
+        index = {lab.slug: i for i, lab in enumerate(labs)}
+        pages: set[int] = set()
+        topics: set[str] = set()
+        for slug in changed:
+            i = index[slug]
+            pages.update(j for j in (i - 1, i, i + 1) if 0 <= j < len(labs))
+            topics.update({labs[i].topic, previous.labs[slug][0].topic})
+        for i in sorted(pages):
+            lab = labs[i]
+            for path in lab_files_now[lab.slug]:
+                del files[path]
+            made = renderer.lab_files(lab, labs[i - 1] if i > 0 else None, labs[i + 1] if i + 1 < len(labs) else None)
+            files.update(made)
+            lab_files_now[lab.slug] = tuple(made)
+        for topic in content.site.topics:
+            if topic.slug in topics:
+                files[f"topics/{topic.slug}/index.html"] = renderer.render_topic(topic)
+        if changed:
+            files["index.html"] = renderer.render_index()
+        self._rendered = _Rendered(key, inputs, lab_files_now, files)
+        return files, changed, len(pages) + len(topics) + bool(changed)
+
+    # -- links ------------------------------------------------------------------------
+    def _check_links(self, files: dict[str, bytes], content: Content) -> None:
+        """:func:`generator.build.check_links`, parsing and checking only what may have changed."""
+        pages = {p: d for p, d in files.items() if p.endswith(".html")}
+        ids_changed: set[str] = set(self._links) ^ set(pages)
+        recheck: set[str] = set()
+        for gone in set(self._links) - set(pages):
+            del self._links[gone]
+        for path, data in pages.items():
+            old = self._links.get(path)
+            if old is not None and (old.data is data or old.data == data):
+                continue
+            ids, hrefs = pipeline._anchors(data.decode("utf-8"))
+            if old is None or old.ids != ids:
+                ids_changed.add(path)
+            self._links[path] = _PageLinks(data, frozenset(ids), tuple(hrefs))
+            recheck.add(path)
+        keys = frozenset(files)
+        if keys != self._link_keys:
+            recheck = set(pages)
+            self._link_keys = keys
+        for target in ids_changed:
+            recheck |= self._linkers.get(target, set())
+        for path in recheck:
+            if path not in self._links or path == "404.html":
+                continue
+            page = self._links[path]
+            for target in page.targets:
+                self._linkers.get(target, set()).discard(path)
+            page.targets, page.problems = self._page_problems(path, page, files, content)
+            for target in page.targets:
+                self._linkers.setdefault(target, set()).add(path)
+        problems = [d for page in self._links.values() for d in page.problems]
+        if problems:
+            raise ContentError(problems)
+
+    def _page_problems(self, path: str, page: _PageLinks, files: dict[str, bytes],
+                       content: Content) -> tuple[frozenset[str], tuple[Diagnostic, ...]]:
+        """The body of check_links' loop for one page, plus the pages its verdict depends on."""
+        base = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
+        targets: set[str] = set()
+        problems = []
+        for href in page.hrefs:
+            parts = urlsplit(href)
+            if parts.scheme or parts.netloc or href.startswith("mailto:"):
+                continue
+            target = pipeline._normalise(base + unquote(parts.path)) if parts.path else path
+            if target.endswith("/") or target == "":
+                target += "index.html"
+            targets.add(target)
+            if target not in files:
+                problems.append(pipeline._link_problem(content, path, href, "link to a page that does not exist"))
+            elif (parts.fragment and "=" not in parts.fragment  # "#s=…&q=…" is widget state, not an anchor
+                  and target in self._links and parts.fragment not in self._links[target].ids):
+                problems.append(pipeline._link_problem(content, path, href, "link to a missing anchor"))
+        return frozenset(targets), tuple(problems)
+
+    # -- the whole run ----------------------------------------------------------------
+    def rebuild(self, changed: Iterable[Path | str] | None = None, map_labs: Callable = map) -> Rebuild:
+        """Build again after ``changed`` files were written (``None``: anything may have changed).
+
+        Returns every output file, equal to what :func:`generator.build.build_files` gives for
+        the same input. Raises ContentError/BuildError as a full build would. ``map_labs`` maps
+        the labs to load or compute (a process pool's ``map`` for a first build, as build_files).
+        """
+        started = time.perf_counter()
+        site_touched, theme_touched, slugs_touched = self._classify(changed)
+        content, entries = self._load(site_touched, slugs_touched, map_labs)
+        payloads, keys, computed = self._compute(entries, map_labs)
+        theme, theme_digest = self._load_theme(theme_touched)
+        pages, labs_changed, rendered = self._render(content, payloads, keys, theme, theme_digest)
+        self._check_links(pages, content)
+        files = dict(pages)
+        files[pipeline.MARKER] = b"Built by Attention Labs (labs build). This folder is replaced by every build.\n"
+        last = self._last_good
+        delta = {p for p, d in files.items() if p not in last or (last[p] is not d and last[p] != d)}
+        delta |= set(last) - set(files)
+        self._last_good = files
+        return Rebuild(files, content, frozenset(delta), tuple(labs_changed), tuple(computed), rendered,
+                       time.perf_counter() - started)

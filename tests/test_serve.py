@@ -1,0 +1,584 @@
+"""``labs serve``: incremental rebuilds equal full builds, requests stay inside the site, and a
+person with the page open sees edits and errors without touching the browser.
+
+The server tests run the real command in a subprocess (``python -m generator serve --port 0``)
+on a copy of ``content/``, read the URL it prints, and talk to it over raw HTTP or Chromium.
+Chromium must be installed (``apt-get install -y chromium``); these tests fail without it,
+they never skip.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import queue
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+from generator import build as pipeline
+from generator.build import build_files
+from generator.errors import ContentError
+from generator.incremental import SiteBuilder
+from generator.serve import ChangeQueue, inject_reload, is_editor_noise, resolve_path
+
+REPO = Path(__file__).absolute().parents[1]
+THEME = REPO / "theme"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+LAB = "content/labs/attention"
+TAB_YAML = "questions:\n  - type: single\n\tprompt: tab\n"  # error at line 3, column 1
+SECRET = "secret-token-7c1f"
+
+
+# -- fixtures: content folders ----------------------------------------------------------------
+
+def copy_content(dest: Path, slugs=("attention",), extra_topic: bool = False) -> Path:
+    """``content/`` copied to ``dest/content`` with the attention lab under each slug (numbered 1, 2, …)."""
+    content = dest / "content"
+    content.mkdir(parents=True)
+    site = yaml.safe_load((REPO / "content/site.yaml").read_text(encoding="utf-8"))
+    site["labs"] = list(slugs)
+    if extra_topic:
+        site["topics"].append({"slug": "second-topic", "title": "Second topic", "blurb": "More labs."})
+    (content / "site.yaml").write_text(yaml.safe_dump(site, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    for number, slug in enumerate(slugs, start=1):
+        folder = content / "labs" / slug
+        shutil.copytree(REPO / LAB, folder)
+        lab_yaml = folder / "lab.yaml"
+        lab_yaml.write_text(re.sub(r"(?m)^number: .*$", f"number: {number}", lab_yaml.read_text(encoding="utf-8")),
+                            encoding="utf-8")
+    return content
+
+
+def edit(path: Path, old: str, new: str) -> Path:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return path
+
+
+# -- the incremental build --------------------------------------------------------------------
+
+@pytest.fixture
+def three_labs(tmp_path):
+    content = copy_content(tmp_path, ("alpha", "beta", "gamma"), extra_topic=True)
+    theme = tmp_path / "theme"
+    shutil.copytree(THEME, theme)
+    return content, theme
+
+
+def _quiz_prompt(c, t):
+    return [edit(c / "labs/beta/quiz.yaml", "what do one word's", "what do a word's")]
+
+
+def _faq_answer(c, t):
+    return [edit(c / "labs/alpha/faq.yaml", "A layer in which", "A layer, in short, in which")]
+
+
+def _gist_markdown(c, t):
+    return [edit(c / "labs/gamma/gist.md", "Self-attention", "Self-attention (edited)")]
+
+
+def _widget_prompt(c, t):
+    return [edit(c / "labs/beta/lab.yaml", "prompt: Click a word", "prompt: Pick a word")]
+
+
+def _lab_title(c, t):
+    return [edit(c / "labs/gamma/lab.yaml", "title: Attention", "title: Attention, again")]
+
+
+def _move_topic(c, t):
+    return [edit(c / "labs/alpha/lab.yaml", "topic: llm-engineering", "topic: second-topic")]
+
+
+def _site_title(c, t):
+    return [edit(c / "site.yaml", "title: Attention Labs", "title: Attention Labs, edited")]
+
+
+def _word_question(c, t):
+    return [edit(c / "labs/beta/quiz.yaml", "which word does **sat** attend", "which word does **sat** look at")]
+
+
+def _model_cache(c, t):
+    cache = c / "labs/beta/real-heads.json"
+    cache.write_text(cache.read_text(encoding="utf-8") + "\n", encoding="utf-8")  # same heads, new bytes
+    return [cache]
+
+
+def _template(c, t):
+    return [edit(t / "templates/base.html", "</footer>", "</footer>\n<!-- edited -->")]
+
+
+def _stylesheet(c, t):
+    css = sorted((t / "static/css").glob("*.css"))
+    if not css:
+        css = [t / "static/css/zz-test.css"]
+        css[0].write_text("", encoding="utf-8")
+    with css[0].open("a", encoding="utf-8") as f:
+        f.write("\n.test-edit { color: red; }\n")
+    return css[:1]
+
+
+def _add_lab(c, t):
+    shutil.copytree(c / "labs/beta", c / "labs/delta")
+    edit(c / "labs/delta/lab.yaml", "number: 2", "number: 4")
+    return [c / "labs/delta"]
+
+
+def _remove_lab(c, t):
+    shutil.rmtree(c / "labs/gamma")
+    return [c / "labs/gamma", edit(c / "site.yaml", "- gamma\n", "")]
+
+
+def _touch(c, t):
+    p = c / "labs/beta/quiz.yaml"
+    p.write_bytes(p.read_bytes())
+    return [p]
+
+
+# id, edit, labs whose NumPy precomputation must run, pages that must be rendered (None: all)
+EDITS = [
+    ("quiz-prompt", _quiz_prompt, (), 5),  # beta + both neighbours, its topic, the index
+    ("faq-answer", _faq_answer, (), 4),  # alpha + beta, topic, index
+    ("gist-markdown", _gist_markdown, (), 4),
+    ("widget-prompt", _widget_prompt, ("beta",), 5),
+    ("word-question", _word_question, ("beta",), 5),  # its answer key is checked against the weights
+    ("model-cache", _model_cache, ("beta",), 5),
+    ("lab-title", _lab_title, (), 4),
+    ("move-topic", _move_topic, (), 5),  # alpha, beta, both topics, index
+    ("site-title", _site_title, (), None),
+    ("theme-template", _template, (), None),
+    ("theme-stylesheet", _stylesheet, (), None),
+    ("add-lab", _add_lab, ("delta",), None),
+    ("remove-lab", _remove_lab, (), None),
+    ("touch-unchanged", _touch, (), 0),
+]
+
+
+# Every edit as the watcher reports it (the changed paths), and a few with no paths at all
+# (then every file is hashed again, and the caches must still find what is unchanged).
+CASES = [pytest.param(*edit_, True, id=edit_[0]) for edit_ in EDITS] + [
+    pytest.param(*edit_, False, id=f"{edit_[0]}-no-paths") for edit_ in EDITS
+    if edit_[0] in ("quiz-prompt", "model-cache", "theme-template", "add-lab", "touch-unchanged")]
+
+
+@pytest.mark.parametrize("name,make_edit,computed,rendered,hinted", CASES)
+def test_rebuild_equals_full_build(three_labs, name, make_edit, computed, rendered, hinted):
+    content, theme = three_labs
+    builder = SiteBuilder(content, theme)
+    first = builder.rebuild()  # equal to a full build: see test_unchanged_lab_is_not_recomputed
+    assert sorted(first.labs_computed) == ["alpha", "beta", "gamma"]
+    changed = make_edit(content, theme)
+    result = builder.rebuild(changed if hinted else None)
+    expected = build_files(content, theme)[0]
+    assert result.files == expected  # byte for byte, every file
+    assert result.labs_computed == computed
+    html_pages = sum(p.endswith(".html") for p in expected)
+    assert result.pages_rendered == (html_pages if rendered is None else rendered)
+    assert result.changed == {p for p in set(first.files) | set(expected) if first.files.get(p) != expected.get(p)}
+
+
+def test_unchanged_lab_is_not_recomputed(three_labs, monkeypatch):
+    content, theme = three_labs
+    calls = []
+    real = pipeline.compute_lab
+    monkeypatch.setattr(pipeline, "compute_lab", lambda lab, *a, **kw: calls.append(lab.slug) or real(lab, *a, **kw))
+    builder = SiteBuilder(content, theme)
+    assert builder.rebuild().files == build_files(content, theme)[0]
+    assert sorted(calls) == ["alpha", "alpha", "beta", "beta", "gamma", "gamma"]  # ours, then build_files'
+    calls.clear()
+    calls.clear()
+    builder.rebuild(_quiz_prompt(content, theme) + _gist_markdown(content, theme) + _template(content, theme))
+    assert calls == []  # prose, quiz and theme edits reuse every computed lab
+    builder.rebuild(_widget_prompt(content, theme))
+    assert calls == ["beta"]
+    calls.clear()
+    edit(content / "labs/beta/lab.yaml", "prompt: Pick a word", "prompt: Click a word")  # undo: cached by content
+    builder.rebuild([content / "labs/beta/lab.yaml"])
+    assert calls == []
+    assert builder.rebuild().files == build_files(content, theme)[0]
+
+
+def test_errors_are_those_of_a_full_build_and_a_fix_recovers(three_labs):
+    content, theme = three_labs
+    builder = SiteBuilder(content, theme)
+    builder.rebuild()
+    quiz = content / "labs/beta/quiz.yaml"
+    good = quiz.read_text(encoding="utf-8")
+    quiz.write_text(TAB_YAML, encoding="utf-8")
+    edit(content / "labs/gamma/lab.yaml", "topic: llm-engineering", "topic: llm-engineerin")
+    gist = edit(content / "labs/alpha/gist.md", "Self-attention", "[Self-attention](lab:beta#no-such-anchor)")
+    with pytest.raises(ContentError) as incremental_error:
+        builder.rebuild([quiz, content / "labs/gamma/lab.yaml"])
+    with pytest.raises(ContentError) as full_error:
+        build_files(content, theme)
+    assert [str(d) for d in incremental_error.value.diagnostics] == [str(d) for d in full_error.value.diagnostics]
+    assert "content/labs/beta/quiz.yaml:3:1: error: invalid YAML" in str(incremental_error.value)
+    quiz.write_text(good, encoding="utf-8")
+    edit(content / "labs/gamma/lab.yaml", "topic: llm-engineerin", "topic: llm-engineering")
+    with pytest.raises(ContentError) as incremental_error:  # content loads; the broken link is found later
+        builder.rebuild([quiz, content / "labs/gamma/lab.yaml", gist])
+    with pytest.raises(ContentError) as full_error:
+        build_files(content, theme)
+    assert [str(d) for d in incremental_error.value.diagnostics] == [str(d) for d in full_error.value.diagnostics]
+    assert "#no-such-anchor" in str(incremental_error.value)
+    edit(gist, "[Self-attention](lab:beta#no-such-anchor)", "Self-attention")
+    result = builder.rebuild([gist])
+    assert result.files == build_files(content, theme)[0]
+    assert result.labs_computed == ()
+
+
+# -- pieces of the server ---------------------------------------------------------------------
+
+SITE = {"index.html": b"", "labs/x/index.html": b"", "assets/site.css": b"", "404.html": b"", ".labs-build": b""}
+
+
+@pytest.mark.parametrize("raw,expected", [
+    ("/", (200, "index.html")),
+    ("/?q=1", (200, "index.html")),
+    ("/labs/x/", (200, "labs/x/index.html")),
+    ("/labs/x/index.html", (200, "labs/x/index.html")),
+    ("/labs/x", (301, "/labs/x/")),
+    ("/labs/x?a=b", (301, "/labs/x/?a=b")),
+    ("/assets/site.css", (200, "assets/site.css")),
+    ("/labs/y/", (404, "")),
+    ("/.labs-build", (404, "")),
+    ("//index.html", (404, "")),
+    ("/../index.html", (400, None)),
+    ("/labs/../index.html", (400, None)),
+    ("/./index.html", (400, None)),
+    ("/%2e%2e/index.html", (400, None)),
+    ("/%2E%2E/%2e%2E/etc/passwd", (400, None)),
+    ("/labs%2fx/index.html", (400, None)),
+    ("/labs%2Fx/index.html", (400, None)),
+    ("/labs\\x\\index.html", (400, None)),
+    ("/labs%5cx/index.html", (400, None)),
+    ("/index.html%00", (400, None)),
+    ("/index.html\0", (400, None)),
+    ("/%0aindex.html", (400, None)),
+    ("/%c0%ae%c0%ae/index.html", (400, None)),  # overlong UTF-8 for ".."
+    ("/%252e%252e/index.html", (404, "")),  # decoded once only: a literal "%2e%2e" folder
+    ("index.html", (400, None)),
+    ("http://example.com/index.html", (400, None)),
+], ids=lambda v: repr(v) if isinstance(v, str) else None)
+def test_resolve_path(raw, expected):
+    status, where = resolve_path(raw, SITE)
+    assert status == expected[0]
+    if expected[1] is not None:
+        assert where == expected[1]
+
+
+def test_reload_script_goes_before_the_last_body_end():
+    page = b"<html><body><p>&lt;/body&gt;</p></BODY></html>"
+    out = inject_reload(page, "e1")
+    assert out == (b'<html><body><p>&lt;/body&gt;</p>'
+                   b'<script src="/__labs__/reload.js" data-etag="e1" defer></script>\n</BODY></html>')
+    assert inject_reload(b"<p>no body</p>", "e2").endswith(b'defer></script>\n')
+
+
+@pytest.mark.parametrize("name,noise", [
+    ("content/labs/x/quiz.yaml", False),
+    ("content/labs/x/gist.md", False),
+    ("theme/static/css/site.css", False),
+    ("content/labs/x/.quiz.yaml.swp", True),
+    ("content/labs/x/.#quiz.yaml", True),
+    ("content/labs/x/#quiz.yaml#", True),
+    ("content/labs/x/quiz.yaml~", True),
+    ("content/labs/x/4913", True),
+    ("content/labs/x/quiz.yaml.tmp", True),
+    ("content/labs/x/quiz.yaml___jb_tmp___", True),
+    ("content/.git/index", True),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_editor_noise_is_ignored(name, noise):
+    assert is_editor_noise(Path("/w") / name, Path("/w")) is noise
+
+
+def test_change_queue_hands_over_a_burst_as_one_batch():
+    changes = ChangeQueue(quiet=0.05, max_wait=1.0)
+    batches = []
+    worker = threading.Thread(target=lambda: batches.extend(iter(changes.take, None)))
+    worker.start()
+    for name in ("a", "b", "c"):
+        changes.add(name)
+        time.sleep(0.01)
+    time.sleep(0.3)
+    changes.add("d")
+    time.sleep(0.3)
+    changes.close()
+    worker.join(5)
+    assert batches == [{"a", "b", "c"}, {"d"}]
+
+
+# -- the server, in a subprocess --------------------------------------------------------------
+
+class Server:
+    """``python -m generator serve --port 0`` with its output collected line by line."""
+
+    def __init__(self, content: Path, output: Path, *extra: str):
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "generator", "serve", "--port", "0", "--content", str(content),
+             "--theme", str(THEME), "--output", str(output), *extra],
+            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
+        self.out: list[str] = []
+        self.err: list[str] = []
+        self._lines: queue.Queue[str] = queue.Queue()
+        for stream, sink in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
+            threading.Thread(target=self._pump, args=(stream, sink), daemon=True).start()
+        self.url = self.wait_for(r"serving (http://\S+/)", timeout=60).group(1)
+        self.netloc = urlsplit(self.url).netloc
+
+    def _pump(self, stream, sink: list[str]) -> None:
+        for line in stream:
+            sink.append(line.rstrip("\n"))
+            self._lines.put(line)
+
+    def wait_for(self, pattern: str, timeout: float = 15) -> re.Match:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in self.out + self.err:
+                m = re.search(pattern, line)
+                if m:
+                    return m
+            try:
+                self._lines.get(timeout=0.1)
+            except queue.Empty:
+                if self.proc.poll() is not None:
+                    break
+        raise AssertionError(f"no line matching {pattern!r}; stdout: {self.out}; stderr: {self.err}")
+
+    def request(self, target: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
+        conn = http.client.HTTPConnection(self.netloc, timeout=10)
+        conn.putrequest(method, target, skip_host=False, skip_accept_encoding=True)
+        conn.endheaders()
+        response = conn.getresponse()
+        body = response.read()
+        conn.close()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, body
+
+    def raw(self, target: str, host_header: str = "localhost") -> tuple[int, bytes]:
+        """Send a request line byte for byte (no client normalises the path)."""
+        host, port = self.netloc.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=10) as s:
+            s.sendall(b"GET " + target.encode("latin-1") + b" HTTP/1.1\r\nHost: " + host_header.encode()
+                      + b"\r\nConnection: close\r\n\r\n")
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+        status = int(data.split(b" ", 2)[1])
+        return status, data
+
+    def interrupt(self, timeout: float = 20) -> int:
+        self.proc.send_signal(signal.SIGINT)
+        return self.proc.wait(timeout)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+@pytest.fixture
+def start_server():
+    servers = []
+
+    def start(content: Path, output: Path, *extra: str) -> Server:
+        server = Server(content, output, *extra)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("shared")
+    (tmp / "secret.txt").write_text(SECRET, encoding="utf-8")
+    server = Server(copy_content(tmp), tmp / "site")
+    yield server, tmp
+    server.close()
+
+
+def open_page(browser, url: str):
+    """A new tab at ``url`` that fails the test on any Content-Security-Policy violation: the
+    reload script and its event stream must work under the site's own policy."""
+    page = browser.new_page()
+    violations: list[str] = []
+    page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
+    page.goto(url)
+    page.violations = violations
+    return page
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Chromium is not installed at {CHROMIUM}; install it with `apt-get install -y chromium` "
+                    "(the live-reload tests need a real browser and never skip)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def test_served_pages_carry_the_reload_script_and_built_pages_do_not(shared_server, tmp_path):
+    server, tmp = shared_server
+    tag = b'<script src="/__labs__/reload.js" data-etag="'
+    for target in ("/", "/labs/attention/", "/topics/llm-engineering/", "/no-such-page"):
+        status, headers, body = server.request(target)
+        assert body.count(tag) == 1, target
+        assert body.index(tag) < body.lower().rindex(b"</body>"), target
+    status, headers, body = server.request("/__labs__/reload.js")
+    assert (status, headers["content-type"]) == (200, "application/javascript; charset=utf-8")
+    assert b"EventSource" in body
+    built = tmp_path / "built"
+    run = subprocess.run([sys.executable, "-m", "generator", "build", "--content", str(tmp / "content"),
+                          "--theme", str(THEME), "--output", str(built)],
+                         cwd=REPO, capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    pages = list(built.rglob("*.html"))
+    assert len(pages) >= 4
+    for page in pages:
+        assert b"__labs__" not in page.read_bytes(), page
+
+
+def test_responses_have_the_right_status_type_and_cache_headers(shared_server):
+    server, _ = shared_server
+    _, _, index = server.request("/")
+    css = "/" + re.search(rb'assets/site\.[0-9a-f]{8}\.css', index).group().decode()
+    js = "/" + re.search(rb'assets/site\.[0-9a-f]{8}\.js', index).group().decode()
+    expected = [
+        ("/", 200, "text/html; charset=utf-8"),
+        ("/labs/attention/", 200, "text/html; charset=utf-8"),
+        ("/labs/attention/index.html", 200, "text/html; charset=utf-8"),
+        (css, 200, "text/css; charset=utf-8"),
+        (js, 200, "application/javascript; charset=utf-8"),
+        ("/assets/favicon.svg", 200, "image/svg+xml"),
+        ("/sitemap.xml", 200, "application/xml"),
+        ("/robots.txt", 200, "text/plain; charset=utf-8"),
+        ("/no/such/page", 404, "text/html; charset=utf-8"),
+        ("/.labs-build", 404, "text/html; charset=utf-8"),
+    ]
+    for target, status, ctype in expected:
+        got_status, headers, body = server.request(target)
+        assert (target, got_status, headers["content-type"]) == (target, status, ctype)
+        assert headers["cache-control"] == "no-store"
+        assert int(headers["content-length"]) == len(body)
+    _, _, not_found = server.request("/no/such/page")
+    assert b"Page not found" in not_found  # the site's own 404.html
+    status, headers, body = server.request("/labs/attention")
+    assert (status, headers["location"]) == (301, "/labs/attention/")
+    status, headers, body = server.request("/", method="HEAD")
+    assert (status, body) == (200, b"") and int(headers["content-length"]) > 0
+    assert server.raw("/", host_header=f"localhost:{server.netloc.rsplit(':', 1)[1]}")[0] == 200
+    assert server.raw("/", host_header="attacker.example")[0] == 400  # a DNS name rebound to 127.0.0.1
+
+
+TRAVERSALS = [
+    "/../secret.txt",
+    "/../../../../../../etc/passwd",
+    "/labs/attention/../../../secret.txt",
+    "/%2e%2e/secret.txt",
+    "/%2E%2E/%2E%2E/%2E%2E/etc/passwd",
+    "/labs/..%2f..%2fsecret.txt",
+    "/..%2Fsecret.txt",
+    "/..\\secret.txt",
+    "/labs\\..\\..\\secret.txt",
+    "/%5c..%5csecret.txt",
+    "/secret.txt%00.html",
+    "/%00",
+    "/%252e%252e/secret.txt",
+    "/%c0%ae%c0%ae/secret.txt",
+    "//etc/passwd",
+    "http://localhost/../secret.txt",
+]
+
+
+@pytest.mark.parametrize("target", TRAVERSALS)
+def test_paths_outside_the_site_are_refused(shared_server, target):
+    server, _ = shared_server
+    status, response = server.raw(target)
+    assert status in (400, 404)
+    assert SECRET.encode() not in response and b"root:" not in response
+
+
+def test_sigint_stops_cleanly_with_exit_0_and_no_temp_folders(start_server, tmp_path):
+    content = copy_content(tmp_path / "in")
+    out = tmp_path / "out"
+    server = start_server(content, out / "site")
+    edit(content / "labs/attention/gist.md", "Self-attention", "Self-attention, edited,")
+    server.wait_for(r"changed content/labs/attention/gist\.md → rebuilt 1 lab, 3 pages in \d+\.\d\d s")
+    assert server.interrupt() == 0
+    assert [p.name for p in out.iterdir()] == ["site"]  # no .site-new-*/.site-old-* left behind
+    assert b"Self-attention, edited," in (out / "site/labs/attention/index.html").read_bytes()
+    assert b"__labs__" not in (out / "site/labs/attention/index.html").read_bytes()
+    assert server.out[-1] == "stopped"
+
+
+def test_binding_beyond_loopback_warns_loudly(start_server, tmp_path):
+    server = start_server(copy_content(tmp_path), tmp_path / "site", "--host", "0.0.0.0")
+    assert any(line.startswith("WARNING: serving on 0.0.0.0") for line in server.err)
+    assert server.interrupt() == 0
+
+
+def test_an_edit_shows_up_in_the_open_page_by_itself(start_server, browser, tmp_path):
+    from playwright.sync_api import expect
+
+    content = copy_content(tmp_path)
+    server = start_server(content, tmp_path / "site")
+    page = open_page(browser, server.url + "labs/attention/")
+    expect(page.locator("h1")).to_contain_text("Attention")
+    page.evaluate("window.__untouched = true")
+    token = "An edited sentence nobody has seen before."
+    with (content / "labs/attention/gist.md").open("a", encoding="utf-8") as f:
+        f.write(f"\n{token}\n")
+    expect(page.get_by_text(token)).to_be_visible(timeout=15000)
+    assert page.evaluate("window.__untouched") is None  # the page reloaded itself
+    assert page.violations == []
+    page.close()
+
+
+def test_an_error_shows_an_overlay_until_it_is_fixed(start_server, browser, tmp_path):
+    from playwright.sync_api import expect
+
+    content = copy_content(tmp_path)
+    server = start_server(content, tmp_path / "site")
+    page = open_page(browser, server.url + "labs/attention/")
+    overlay = page.locator("#labs-error-overlay")
+    expect(page.locator("h1")).to_contain_text("Attention")
+    quiz = content / "labs/attention/quiz.yaml"
+    good = quiz.read_text(encoding="utf-8")
+    quiz.write_text(TAB_YAML, encoding="utf-8")
+    expect(overlay).to_be_visible(timeout=15000)
+    expect(overlay.locator(".labs-error-where")).to_have_text("content/labs/attention/quiz.yaml:3:1")
+    expect(overlay.locator(".labs-error-message")).to_contain_text("invalid YAML")
+    expect(overlay.locator(".labs-error-source")).to_contain_text("prompt: tab")
+    server.wait_for(r"^content/labs/attention/quiz\.yaml:3:1: error: invalid YAML")
+    # The server is still up and still serves the last good page, overlay script and all.
+    status, _, body = server.request("/labs/attention/")
+    assert status == 200 and b"what do one word" in body
+    other = open_page(browser, server.url)  # a page opened while the error stands shows it too
+    expect(other.locator("#labs-error-overlay")).to_be_visible(timeout=15000)
+    quiz.write_text(good, encoding="utf-8")
+    expect(overlay).to_have_count(0, timeout=15000)
+    expect(other.locator("#labs-error-overlay")).to_have_count(0, timeout=15000)
+    server.wait_for(r"errors fixed")
+    assert page.violations == [] and other.violations == []
+    page.close()
+    other.close()
