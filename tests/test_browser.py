@@ -1,0 +1,878 @@
+"""The built site in real Chromium, used the way a learner uses it: click, Tab, read the screen.
+
+Three sites are built once per session with the real theme/ (``generator.build.build``):
+
+* ``shipped``: content/, the real lab;
+* ``hostile``: tests/fixtures/content, whose text holds ``</script><script>alert(1)</script>``;
+* ``long``: tests/fixtures/browser/content, a lab whose spotlight has a 40-word sentence.
+
+Each is served by a thread on 127.0.0.1 (a free port) that sends the strict CSP the pages are
+written for, and is also opened from file://. Every test page is watched: a console error, an
+uncaught exception or a request that leaves the site fails the test at teardown.
+
+Needs Chromium. Without one these tests FAIL (they never skip): ``apt-get install -y chromium``
+(or ``python -m playwright install chromium``; or point ``LABS_CHROMIUM`` at a Chrome binary).
+Screenshots land in test-artifacts/ at the repository root (git-ignored).
+
+Run: ``python -m pytest tests/test_browser.py -q``
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+
+from generator.build import build
+
+try:
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import expect, sync_playwright
+except ImportError:  # pragma: no cover - reported by the `browser` fixture as a failure
+    sync_playwright = None
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+ARTIFACTS = ROOT / "test-artifacts"
+CSP = "default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; base-uri 'self'"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+HOSTILE = "</script><script>alert(1)</script>"
+LAB = "labs/attention/"
+WHERE = ["http", "file"]
+INSTALL_HELP = ("install Chromium: `apt-get install -y chromium` (Debian/Ubuntu), or "
+                "`python -m playwright install chromium`; or set LABS_CHROMIUM=/path/to/chrome")
+
+if sync_playwright is not None:
+    expect.set_options(timeout=5_000)
+
+
+# -- the sites: built once, served with the CSP, and on disk for file:// ----------------------
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    """Static files with the CSP the pages must run under; a missing path gets 404.html."""
+
+    def end_headers(self):
+        self.send_header("Content-Security-Policy", CSP)
+        self.send_header("Cache-Control", "no-store")
+        super().end_headers()
+
+    def send_error(self, code, message=None, explain=None):
+        page = Path(self.directory) / "404.html"
+        if code != 404 or not page.is_file():
+            return super().send_error(code, message, explain)
+        body = page.read_bytes()
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def log_message(self, format, *args):
+        pass
+
+
+@dataclass
+class Site:
+    content: Path
+    folder: Path
+    origin: str
+    labs: list[str]
+    server: http.server.ThreadingHTTPServer = field(repr=False)
+
+    def url(self, where: str, path: str = "", hash: str = "") -> str:
+        """The address of a built page (``""``, ``"labs/x/"``, ``"404.html"``) over http or file://."""
+        if where == "http":
+            return f"{self.origin}/{path}{hash}"
+        file = self.folder / path
+        if not path or path.endswith("/"):
+            file = file / "index.html"
+        return file.as_uri() + hash
+
+    def prefixes(self) -> tuple[str, str]:
+        return self.origin + "/", self.folder.as_uri() + "/"
+
+    def spotlight(self, slug: str) -> dict:
+        """The lab's embedded spotlight data, as the page carries it (docs/spotlight-data.md)."""
+        html = (self.folder / "labs" / slug / "index.html").read_text(encoding="utf-8")
+        raw = re.search(r'<script type="application/json" id="spotlight-data">(.*?)</script>', html, re.DOTALL)
+        return json.loads(raw.group(1))
+
+
+def _serve(content: Path, out: Path) -> Site:
+    result = build(content, ROOT / "theme", out)
+    handler = functools.partial(_Handler, directory=str(out))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return Site(content, out, f"http://127.0.0.1:{server.server_address[1]}",
+                [lab.slug for lab in result.content.labs], server)
+
+
+@pytest.fixture(scope="session")
+def sites(tmp_path_factory):
+    built = {
+        "shipped": _serve(ROOT / "content", tmp_path_factory.mktemp("shipped") / "site"),
+        "hostile": _serve(FIXTURES / "content", tmp_path_factory.mktemp("hostile") / "site"),
+        "long": _serve(FIXTURES / "browser" / "content", tmp_path_factory.mktemp("long") / "site"),
+    }
+    yield built
+    for site in built.values():
+        site.server.shutdown()
+        site.server.server_close()
+
+
+@pytest.fixture(scope="session")
+def shipped(sites) -> Site:
+    return sites["shipped"]
+
+
+@pytest.fixture(scope="session")
+def data(shipped) -> dict:
+    return shipped.spotlight("attention")
+
+
+# -- the browser: one per session, a fresh context per test, every page watched ----------------
+
+def _chromium_path() -> str | None:
+    wanted = os.environ.get("LABS_CHROMIUM")
+    if wanted:
+        return wanted if Path(wanted).is_file() else None
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if sync_playwright is None:
+        pytest.fail("the browser tests need Playwright for Python: pip install playwright; then " + INSTALL_HELP,
+                    pytrace=False)
+    with sync_playwright() as pw:
+        path = _chromium_path()
+        if os.environ.get("LABS_CHROMIUM") and path is None:
+            pytest.fail(f"LABS_CHROMIUM={os.environ['LABS_CHROMIUM']} is not a file; " + INSTALL_HELP, pytrace=False)
+        problem = ""
+        try:
+            # Without a system Chromium, try the one `playwright install` manages.
+            chromium = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        except PlaywrightError as exc:
+            problem = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if problem:
+            pytest.fail(f"no usable Chromium ({path or 'none on PATH'}: {problem}); " + INSTALL_HELP, pytrace=False)
+        yield chromium
+        chromium.close()
+
+
+class Watch:
+    """What a page did that a learner should never meet: errors, and requests off the site."""
+
+    def __init__(self, prefixes: tuple[str, ...]):
+        self.prefixes = prefixes
+        self.problems: list[str] = []
+        self.requests: list[str] = []
+        self.dialogs: list[str] = []
+        self.allowed: list[re.Pattern] = []
+
+    def allow(self, pattern: str) -> None:
+        """Expect a console error matching ``pattern`` (a 404 page's own 404 status, say)."""
+        self.allowed.append(re.compile(pattern))
+
+    def console(self, msg) -> None:
+        if msg.type == "error" and not any(p.search(msg.text) for p in self.allowed):
+            where = msg.location.get("url", "") if isinstance(msg.location, dict) else ""
+            self.problems.append(f"console error: {msg.text} ({where})")
+
+    def page_error(self, error) -> None:
+        self.problems.append(f"uncaught exception: {error.error}")
+
+    def request(self, request) -> None:
+        self.requests.append(request.url)
+        if not request.url.startswith(self.prefixes):
+            self.problems.append(f"request leaves the site: {request.url}")
+
+    def dialog(self, dialog) -> None:
+        self.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+
+@pytest.fixture
+def watch(sites) -> Watch:
+    return Watch(tuple(p for site in sites.values() for p in site.prefixes()))
+
+
+def _watched_context(browser, watch: Watch, width: int = 1280, height: int = 800, **options):
+    context = browser.new_context(viewport={"width": width, "height": height}, **options)
+    context.on("console", watch.console)
+    context.on("weberror", watch.page_error)
+    context.on("request", watch.request)
+    context.on("dialog", watch.dialog)
+    return context
+
+
+@pytest.fixture
+def context(browser, watch):
+    ctx = _watched_context(browser, watch)
+    yield ctx
+    ctx.close()
+    if watch.problems:
+        pytest.fail("the page misbehaved:\n  " + "\n  ".join(watch.problems), pytrace=False)
+
+
+@pytest.fixture
+def page(context):
+    return context.new_page()
+
+
+# -- reading the spotlight the way a learner reads it -------------------------------------------
+
+def open_lab(page, site: Site, where: str, hash: str = "", slug: str = "attention"):
+    page.goto(site.url(where, f"labs/{slug}/", hash))
+    expect(page.locator("#spotlight")).to_have_attribute("data-ready", "true")
+
+
+def sentence_select(page):
+    return page.get_by_label("Sentence", exact=True)
+
+
+def head_select(page):
+    return page.get_by_label("Head", exact=True)
+
+
+def words(page):
+    return page.locator("#sl-queries button.word")
+
+
+def pressed(page):
+    return page.locator('#sl-queries button.word[aria-pressed="true"]')
+
+
+def caption_for(word: str, head: str) -> re.Pattern:
+    return re.compile("^Where “" + re.escape(word) + "” looks — " + re.escape(head))
+
+
+READ_VIEW = """() => {
+  const visible = (el) => !el.hidden && !el.closest("[hidden]");
+  const rows = [...document.querySelectorAll("#sl-readout tbody tr")].filter(visible);
+  const root = document.getElementById("spotlight"), cross = root.classList.contains("is-cross");
+  const svg = cross ? "#sl-band" : "#sl-arcs";
+  const paths = [...document.querySelectorAll(svg + " .sl-links path")];
+  // Where each drawn link starts and ends on screen, against the boxes of the words it joins.
+  const query = document.querySelector('#sl-queries .word[aria-pressed="true"]');
+  const keyBox = (j) => document.querySelector((cross ? "#sl-keys" : "#sl-queries") + ` .word[data-index="${j}"]`);
+  const within = (x, el) => { const r = el.getBoundingClientRect(); return x >= r.left - 1 && x <= r.right + 1; };
+  const misplaced = [], wrapped = root.classList.contains("is-wrapped");
+  paths.forEach((p, j) => {
+    if (wrapped || !p.getAttribute("d")) return;  // a wrapped row hides its links
+    const m = p.getScreenCTM(), len = p.getTotalLength();
+    const [a, b] = [0, len].map((at) => { const q = p.getPointAtLength(at); return new DOMPoint(q.x, q.y).matrixTransform(m).x; });
+    if (!within(a, query) || !within(b, keyBox(j))) {
+      const r = keyBox(j).getBoundingClientRect();
+      misplaced.push(`link ${j} runs x=${a.toFixed(0)}→${b.toFixed(0)}, word “${keyBox(j).textContent}” spans ${r.left.toFixed(0)}–${r.right.toFixed(0)}`);
+    }
+  });
+  return {
+    misplaced,
+    pressed: [...document.querySelectorAll('#sl-queries .word[aria-pressed="true"]')].map((b) => +b.dataset.index),
+    pct: rows.map((tr) => tr.querySelector("td.sl-pct").textContent),
+    total: document.querySelector("#sl-readout tfoot tr.sl-total td.sl-pct").textContent,
+    links: paths.length,
+    drawn: paths.filter((p) => (p.getAttribute("d") || "") !== "").length,
+    svgShown: getComputedStyle(document.querySelector(svg)).display !== "none",
+    wrapped,
+  };
+}"""
+
+
+def read_view(page) -> dict:
+    """The readout's percentages (as shown), its Total row, and the links: how many, how many
+    drawn, and any that do not run from the query word to its key word on screen."""
+    view = page.evaluate(READ_VIEW)
+    assert all(re.fullmatch(r"\d+%", p) for p in view["pct"]), view["pct"]
+    view["pct"] = [int(p[:-1]) for p in view["pct"]]
+    return view
+
+
+def percentages(page) -> list[int]:
+    return read_view(page)["pct"]
+
+
+def mouse_click(page, target):
+    """Click the middle of ``target`` with the mouse, where it is on screen now. A tenth of the
+    time of ``locator.click()`` (no waiting for stability), for walks over many words; whatever
+    covers the word would take the click instead, and the test would see the wrong word pressed."""
+    box = target.bounding_box()
+    assert box, f"{target} is not on the page"
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+
+
+def click_word(page, index: int, word: str, head_name: str):
+    words(page).nth(index).click()
+    expect(words(page).nth(index)).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("#sl-caption")).to_have_text(caption_for(word, head_name))
+
+
+SETTLE = """async () => {
+  // Finite CSS transitions and animations run out; wait for them (page.wait_for_function would
+  // need eval, which the page's CSP forbids).
+  const finite = document.getAnimations().filter((a) => a.effect?.getComputedTiming().endTime !== Infinity);
+  await Promise.all(finite.map((a) => a.finished.catch(() => null)));
+}"""
+
+
+def settle(page):
+    """Let transitions finish, so colours are judged (and photographed) as they end up."""
+    page.evaluate(SETTLE)
+
+
+def tab_to(page, target, backwards: bool = False, limit: int = 60):
+    """Press Tab (or Shift+Tab) until ``target`` has the focus, as a keyboard user would."""
+    key = "Shift+Tab" if backwards else "Tab"
+    for _ in range(limit):
+        if target.evaluate("el => el === document.activeElement"):
+            return
+        page.keyboard.press(key)
+    pytest.fail(f"{limit} presses of {key} never reached {target}")
+
+
+def head_names(data: dict) -> dict[str, str]:
+    return {h["id"]: h["name"] for h in data["heads"]}
+
+
+# -- the page loads, served and from disk ------------------------------------------------------
+
+def test_server_sends_the_strict_csp(page, shipped):
+    response = page.goto(shipped.url("http", LAB))
+    assert response.status == 200
+    assert response.headers["content-security-policy"] == CSP
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_every_page_loads_without_errors_or_outside_requests(page, shipped, watch, where):
+    for path, heading in (("", "Attention Labs"), ("topics/llm-engineering/", "LLM Engineering"),
+                          (LAB, "Attention")):
+        page.goto(shipped.url(where, path))
+        expect(page.get_by_role("heading", level=1)).to_contain_text(heading)
+    expect(page.locator("#spotlight")).to_have_attribute("data-ready", "true")
+    expect(page.get_by_text("The spotlight needs JavaScript")).to_be_hidden()
+    # Requests were made and every one stayed on the site (checked by `watch` at teardown).
+    assert any(re.search(r"/assets/site\.[0-9a-f]+\.js$", url) for url in watch.requests)
+
+
+def test_missing_page_shows_the_404_page(page, shipped, watch):
+    watch.allow(r"status of 404")  # Chromium logs the 404 status of the page itself
+    response = page.goto(shipped.url("http", "labs/no-such-lab/"))
+    assert response.status == 404
+    expect(page.get_by_role("heading", level=1)).to_have_text("This page isn't here")
+    page.get_by_role("link", name="Go to all labs").click()
+    expect(page).to_have_url(shipped.origin + "/")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Attention Labs")
+
+
+# -- clicking every word ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("where", WHERE)
+def test_clicking_every_word_of_every_sentence_and_head_adds_up_to_100(page, shipped, data, where):
+    open_lab(page, shipped, where)
+    names = head_names(data)
+    sentence_menu, head_menu = sentence_select(page), head_select(page)
+    clicks = 0
+    for sentence in data["sentences"]:
+        sentence_menu.select_option(label=sentence["label"])
+        expect(words(page)).to_have_text(sentence["queries"])
+        for head in data["heads"]:
+            if head["id"] not in sentence["heads"]:
+                continue
+            head_menu.select_option(label=head["name"])
+            expect(head_menu).to_have_value(head["id"])
+            words(page).first.scroll_into_view_if_needed()
+            for i, word in enumerate(sentence["queries"]):
+                mouse_click(page, words(page).nth(i))
+                expect(page.locator("#sl-caption")).to_have_text(caption_for(word, names[head["id"]]))
+                view = read_view(page)
+                where_ = f"{sentence['id']}/{head['id']}/{word}#{i}"
+                assert view["pressed"] == [i], f"{where_}: pressed words {view['pressed']}"
+                assert sum(view["pct"]) == 100, where_
+                assert view["total"] == "100%", where_
+                assert view["pct"] == sentence["heads"][head["id"]]["pct"][i], f"{where_}: the readout shows another row"
+                # One link per key word, drawn when the sentence fits on one line (it does at 1280 px).
+                assert not view["wrapped"] and view["svgShown"], f"{where_}: the row wrapped at 1280 px"
+                assert view["links"] == len(sentence["keys"]), where_
+                visible = sum(w > 0.004 for w in sentence["heads"][head["id"]]["weights"][i])
+                assert view["drawn"] == visible, f"{where_}: {view['drawn']} links drawn for {visible} non-zero weights"
+                assert not view["misplaced"], f"{where_}: links miss their words: {view['misplaced']}"
+                clicks += 1
+    assert clicks == sum(len(s["queries"]) * len(s["heads"]) for s in data["sentences"])
+
+
+def test_a_40_word_sentence_wraps_hides_links_and_still_adds_up(page, sites):
+    long = sites["long"]
+    data = long.spotlight("long")
+    sentence = next(s for s in data["sentences"] if s["id"] == "long")
+    assert len(sentence["queries"]) == 40
+    open_lab(page, long, "http", slug="long")
+    expect(words(page)).to_have_count(40)
+    expect(page.locator("#spotlight")).to_have_class(re.compile(r"\bis-wrapped\b"))
+    expect(page.get_by_text("The sentence wraps here, so the links are hidden")).to_be_visible()
+    expect(page.locator("#sl-arcs")).to_be_hidden()
+    for i in (0, 17, 39):
+        click_word(page, i, sentence["queries"][i], "Syntax")
+        view = read_view(page)
+        assert sum(view["pct"]) == 100 and view["total"] == "100%"
+        assert view["pct"] == sentence["heads"]["syntax"]["pct"][i]
+    # A short sentence in the same widget fits again: the links come back.
+    sentence_select(page).select_option("cat-mat")
+    expect(page.locator("#spotlight")).not_to_have_class(re.compile(r"\bis-wrapped\b"))
+    expect(page.locator("#sl-arcs")).to_be_visible()
+    view = read_view(page)
+    assert view["links"] == 6
+    assert not view["misplaced"], f"links miss their words: {view['misplaced']}"
+
+
+# -- keyboard only ---------------------------------------------------------------------------
+
+def test_keyboard_only_walk_through(page, shipped, data):
+    open_lab(page, shipped, "http")
+    row = words(page)
+    # The word row is one Tab stop: the query word.
+    tab_to(page, pressed(page))
+    expect(row.nth(2)).to_be_focused()
+    expect(row.nth(2)).to_have_text("sat")
+
+    for key, index, word in (("ArrowRight", 3, "on"), ("ArrowLeft", 2, "sat"), ("Home", 0, "The"),
+                             ("End", 5, "mat"), ("ArrowRight", 5, "mat"), ("ArrowLeft", 4, "the")):
+        page.keyboard.press(key)
+        expect(row.nth(index), f"{key} moves the focus").to_be_focused()
+        expect(row.nth(index), f"{key} moves the query").to_have_attribute("aria-pressed", "true")
+        expect(pressed(page)).to_have_count(1)
+        expect(page.locator("#sl-caption")).to_have_text(caption_for(word, "Syntax"))
+        expect(page.locator("#sl-live")).to_have_text(re.compile("^" + re.escape(word) + ": "))
+    for key in ("Enter", " "):
+        page.keyboard.press(key)
+        expect(row.nth(4)).to_have_attribute("aria-pressed", "true")
+        expect(row.nth(4)).to_be_focused()
+
+    # Enter and Space pick a head from the strip of every head.
+    coref = page.locator('#sl-multiples button[data-head="coreference"]')
+    tab_to(page, coref)
+    page.keyboard.press("Enter")
+    expect(coref).to_have_attribute("aria-pressed", "true")
+    expect(head_select(page)).to_have_value("coreference")
+    expect(page.locator("#sl-caption")).to_have_text(caption_for("the", "Coreference"))
+    previous = page.locator('#sl-multiples button[data-head="previous"]')
+    tab_to(page, previous, backwards=True)
+    page.keyboard.press(" ")
+    expect(previous).to_have_attribute("aria-pressed", "true")
+    expect(coref).to_have_attribute("aria-pressed", "false")
+    expect(head_select(page)).to_have_value("previous")
+
+    # Space flips the ÷√d switch, both ways.
+    switch = page.get_by_role("switch", name="÷√d scaling")
+    tab_to(page, switch, backwards=True)
+    page.keyboard.press(" ")
+    expect(switch).not_to_be_checked()
+    expect(page.locator("#sl-caption")).to_contain_text("(no ÷√d)")
+    page.keyboard.press(" ")
+    expect(switch).to_be_checked()
+    expect(page.locator("#sl-caption")).not_to_contain_text("÷√d")
+
+    # Arrow keys on the focused selects change the head, then the sentence.
+    head = head_select(page)
+    tab_to(page, head, backwards=True)
+    order = [h["id"] for h in data["heads"]]
+    page.keyboard.press("ArrowDown")
+    expect(head).to_have_value(order[order.index("previous") + 1])
+    sentence = sentence_select(page)
+    tab_to(page, sentence, backwards=True)
+    page.keyboard.press("ArrowDown")
+    expect(sentence).to_have_value(data["sentences"][1]["id"])
+    second = data["sentences"][1]["queries"]
+    expect(row).to_have_text(second)
+    # Back to the word row: the new sentence's query has the Tab stop, and End still works.
+    tab_to(page, pressed(page))
+    page.keyboard.press("End")
+    expect(row.nth(len(second) - 1)).to_be_focused()
+    expect(row.nth(len(second) - 1)).to_have_attribute("aria-pressed", "true")
+
+
+# -- ÷√d ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("where", WHERE)
+def test_scaling_off_makes_sat_peakier(page, shipped, data, where):
+    open_lab(page, shipped, where)
+    expect(pressed(page)).to_have_text("sat")
+    scaled = percentages(page)
+    page.get_by_role("switch", name="÷√d scaling").click()
+    expect(page.get_by_role("switch", name="÷√d scaling")).not_to_be_checked()
+    expect(page.locator("#sl-caption")).to_have_text("Where “sat” looks — Syntax head (no ÷√d)")
+    raw = percentages(page)
+    assert raw != scaled
+    assert sum(raw) == 100
+    assert max(raw) > max(scaled), f"without ÷√d the top weight should grow: {scaled} → {raw}"
+    assert raw == data["sentences"][0]["heads"]["syntax"]["pct_unscaled"][2]
+    expect(page).to_have_url(re.compile(r"[#&]scale=0(&|$)"))
+
+
+# -- the quick check -------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def quiz_total() -> int:
+    quiz = yaml.safe_load((ROOT / "content/labs/attention/quiz.yaml").read_text(encoding="utf-8"))
+    return len(quiz["questions"])
+
+
+def test_quiz_wrong_answer_explains_then_retry_and_right(page, shipped, quiz_total):
+    open_lab(page, shipped, "http")
+    score = page.locator("#quiz-score")
+    expect(score).to_have_text(f"0 / {quiz_total} correct")
+    q = page.locator("#quiz-sum-to-one")
+
+    q.get_by_label("The number of words in the sentence").click()
+    feedback = q.locator(".quiz-feedback[role=status]")
+    expect(feedback).to_have_text("Not quite. The answer: Exactly 1.")
+    wrong_why = q.locator('.quiz-option:has(input:not([data-correct])) .quiz-why:visible')
+    expect(wrong_why).to_have_count(1)
+    expect(wrong_why).to_contain_text("Not this one.")
+    expect(wrong_why).to_contain_text("That would be the total if every word got a weight of 1")
+    right_why = q.locator('.quiz-option:has(input[data-correct]) .quiz-why')
+    expect(right_why).to_be_visible()
+    expect(right_why).to_contain_text("The answer.")
+    for radio in q.get_by_role("radio").all():
+        expect(radio).to_be_disabled()
+    expect(score).to_have_text(f"0 / {quiz_total} correct")
+
+    retry = q.get_by_role("button", name="Try again")
+    expect(retry).to_be_focused()
+    retry.click()
+    expect(feedback).to_have_text("")
+    expect(q.locator(".quiz-why:visible")).to_have_count(0)
+    expect(q.get_by_role("radio").first).to_be_focused()
+    for radio in q.get_by_role("radio").all():
+        expect(radio).to_be_enabled()
+        expect(radio).not_to_be_checked()
+
+    q.get_by_label("Exactly 1").click()
+    expect(feedback).to_have_text("Correct!")
+    expect(score).to_have_text(f"1 / {quiz_total} correct")
+
+
+def test_quiz_tick_all_that_apply(page, shipped, quiz_total):
+    open_lab(page, shipped, "http")
+    q = page.locator("#quiz-multi-head")
+    feedback = q.locator(".quiz-feedback[role=status]")
+    check = q.get_by_role("button", name="Check")
+    check.click()
+    expect(feedback).to_have_text("Tick at least one option, then Check.")
+    q.get_by_label("Each head has its own query, key and value projections").click()
+    check.click()
+    expect(feedback).to_contain_text("Not quite. The answer: Each head has its own query, key and value projections; ")
+    expect(feedback).to_contain_text("outputs are combined by concatenating them")
+    expect(q.locator(".quiz-why:visible", has_text="Missed — this one is true.")).to_have_count(1)
+    q.get_by_role("button", name="Try again").click()
+    q.get_by_label("Each head has its own query, key and value projections").click()
+    q.get_by_label("combined by concatenating them").click()
+    check.click()
+    expect(feedback).to_have_text("Correct!")
+    expect(page.locator("#quiz-score")).to_have_text(f"1 / {quiz_total} correct")
+
+
+def test_quiz_click_the_word_and_see_it_in_the_spotlight(page, shipped, quiz_total):
+    open_lab(page, shipped, "http")
+    q = page.locator("#quiz-click-sat")
+    feedback = q.locator(".quiz-feedback[role=status]")
+    q.get_by_role("button", name="mat", exact=True).click()
+    expect(feedback).to_have_text("Not quite. The answer: cat.")
+    expect(q.get_by_role("button", name="mat", exact=True)).to_have_attribute("aria-pressed", "true")
+    expect(q.get_by_text("A verb looks for its subject")).to_be_visible()
+    q.get_by_role("button", name="Try again").click()
+    expect(feedback).to_have_text("")
+    # Keyboard this time: Tab onto "cat" and press Enter.
+    cat = q.get_by_role("button", name="cat", exact=True)
+    tab_to(page, cat)
+    page.keyboard.press("Enter")
+    expect(feedback).to_have_text("Correct!")
+    expect(page.locator("#quiz-score")).to_have_text(f"1 / {quiz_total} correct")
+
+    # The explanation links to the view it talks about, wherever the spotlight is now.
+    sentence_select(page).select_option("animal")
+    expect(pressed(page)).to_have_text("The")
+    q.get_by_role("link", name="See it in the spotlight").click()
+    expect(sentence_select(page)).to_have_value("cat-mat")
+    expect(head_select(page)).to_have_value("syntax")
+    expect(pressed(page)).to_have_text("sat")
+    expect(page.locator("#sl-caption")).to_have_text(caption_for("sat", "Syntax"))
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_quiz_answers_survive_a_reload_until_reset(page, shipped, quiz_total, where):
+    open_lab(page, shipped, where)
+    page.locator("#quiz-sum-to-one").get_by_label("Exactly 1").click()
+    page.locator("#quiz-scaling").get_by_label("To make attention faster to compute").click()
+    page.locator("#quiz-click-sat").get_by_role("button", name="cat", exact=True).click()
+    expect(page.locator("#quiz-score")).to_have_text(f"2 / {quiz_total} correct")
+
+    page.reload()
+    expect(page.locator("#quiz-score")).to_have_text(f"2 / {quiz_total} correct")
+    expect(page.locator("#quiz-sum-to-one").locator(".quiz-feedback[role=status]")).to_have_text("Correct!")
+    expect(page.locator("#quiz-sum-to-one").get_by_label("Exactly 1")).to_be_checked()
+    expect(page.locator("#quiz-scaling").locator(".quiz-feedback[role=status]")).to_contain_text("Not quite.")
+    expect(page.locator("#quiz-click-sat").locator(".quiz-feedback[role=status]")).to_have_text("Correct!")
+    expect(page.locator("#quiz-qkv").locator(".quiz-feedback[role=status]")).to_have_text("")
+
+    page.get_by_role("button", name="Reset the quiz").click()
+    expect(page.locator("#quiz-score")).to_have_text(f"0 / {quiz_total} correct")
+    expect(page.locator("#quiz .quiz-feedback:not(:empty)")).to_have_count(0)
+    expect(page.locator("#quiz input:checked")).to_have_count(0)
+    page.reload()
+    expect(page.locator("#quiz-score")).to_have_text(f"0 / {quiz_total} correct")
+    expect(page.locator("#quiz .quiz-feedback:not(:empty)")).to_have_count(0)
+    expect(page.locator("#quiz-sum-to-one").get_by_label("Exactly 1")).to_be_enabled()
+
+
+# -- progress --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("where", WHERE)
+def test_mark_done_survives_a_reload_and_shows_on_the_index(page, shipped, where):
+    total = len(shipped.labs)
+    open_lab(page, shipped, where)
+    done = page.get_by_role("button", name="Mark this lab done")
+    count = page.locator("[data-progress-count]")
+    expect(done).to_have_attribute("aria-pressed", "false")
+    expect(count).to_have_text(f"0 / {total} labs done")
+    done.click()
+    expect(done).to_have_attribute("aria-pressed", "true")
+    expect(count).to_have_text(f"1 / {total} labs done")
+
+    page.reload()
+    expect(done).to_have_attribute("aria-pressed", "true")
+    expect(count).to_have_text(f"1 / {total} labs done")
+
+    page.get_by_role("navigation", name="Site").get_by_role("link", name="All labs").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Attention Labs")
+    expect(page.locator("[data-progress-count]")).to_have_text(f"1 / {total} labs done")
+    card = page.locator('[data-lab="attention"]')
+    expect(card.locator("[data-done-mark]")).to_be_visible()
+    expect(card.locator("[data-done-mark]")).to_have_text("✓ Done")
+
+    card.get_by_role("link").first.click()
+    expect(done).to_have_attribute("aria-pressed", "true")
+    done.click()
+    expect(done).to_have_attribute("aria-pressed", "false")
+    expect(count).to_have_text(f"0 / {total} labs done")
+    page.go_back()
+    page.reload()
+    expect(page.locator('[data-lab="attention"] [data-done-mark]')).to_be_hidden()
+    expect(page.locator("[data-progress-count]")).to_have_text(f"0 / {total} labs done")
+
+
+# -- deep links and history ------------------------------------------------------------------
+
+@pytest.mark.parametrize("where", WHERE)
+def test_deep_link_restores_the_view_and_back_forward_move_between_states(page, shipped, data, where):
+    open_lab(page, shipped, where, "#s=animal&h=coreference&q=7&scale=1")
+    expect(sentence_select(page)).to_have_value("animal")
+    expect(head_select(page)).to_have_value("coreference")
+    expect(page.get_by_role("switch", name="÷√d scaling")).to_be_checked()
+    expect(words(page).nth(7)).to_have_attribute("aria-pressed", "true")
+    expect(pressed(page)).to_have_text("it")
+    expect(page.locator("#sl-caption")).to_have_text("Where “it” looks — Coreference head")
+    animal = next(s for s in data["sentences"] if s["id"] == "animal")
+    shown = percentages(page)
+    assert animal["keys"][shown.index(max(shown))] == "animal", "“it” should look at “animal” most"
+
+    click_word(page, 10, "tired", "Coreference")
+    expect(page).to_have_url(re.compile(r"#s=animal&h=coreference&q=10&scale=1$"))
+    head_select(page).select_option(label="Syntax")
+    expect(page).to_have_url(re.compile(r"#s=animal&h=syntax&q=10&scale=1$"))
+
+    page.go_back()
+    expect(head_select(page)).to_have_value("coreference")
+    expect(words(page).nth(10)).to_have_attribute("aria-pressed", "true")
+    page.go_back()
+    expect(words(page).nth(7)).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("#sl-caption")).to_have_text("Where “it” looks — Coreference head")
+    page.go_forward()
+    expect(words(page).nth(10)).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("#sl-caption")).to_have_text("Where “tired” looks — Coreference head")
+    page.go_forward()
+    expect(head_select(page)).to_have_value("syntax")
+
+    # A link pasted into the same tab (a hash change) switches the view too, scaling off included.
+    page.goto(shipped.url(where, LAB, "#s=decoder&h=previous&q=4&scale=0"))
+    expect(sentence_select(page)).to_have_value("decoder")
+    expect(head_select(page)).to_have_value("previous")
+    expect(page.get_by_role("switch", name="÷√d scaling")).not_to_be_checked()
+    expect(page.locator("#sl-caption")).to_have_text("Where “red” looks — Previous word head (no ÷√d)")
+
+
+# -- the screen reader's view ----------------------------------------------------------------
+
+def test_live_region_announces_the_query_and_its_top_three(page, shipped, data):
+    open_lab(page, shipped, "http")
+    live = page.locator("#sl-live")
+    expect(live).to_have_attribute("aria-live", "polite")
+
+    def check(word: str, keys: list[str]):
+        expect(live).to_have_text(re.compile("^" + re.escape(word) + ": "))
+        said = live.text_content()[len(word) + 2:].split(", ")
+        assert len(said) == 3, said
+        shown = {(keys[j], p) for j, p in enumerate(percentages(page))}
+        heard = [(m.group(1), int(m.group(2))) for m in (re.fullmatch(r"(.+) (\d+)%", s) for s in said)]
+        assert all(pair in shown for pair in heard), f"announced {heard}, the table shows {sorted(shown)}"
+        assert [p for _, p in heard] == sorted((p for _, p in shown), reverse=True)[:3]
+
+    cat_mat = data["sentences"][0]
+    click_word(page, 1, "cat", "Syntax")
+    check("cat", cat_mat["keys"])
+    click_word(page, 2, "sat", "Syntax")
+    check("sat", cat_mat["keys"])
+    page.keyboard.press("ArrowRight")
+    check("on", cat_mat["keys"])
+    sentence_select(page).select_option("animal")
+    animal = next(s for s in data["sentences"] if s["id"] == "animal")
+    click_word(page, 7, "it", "Syntax")
+    check("it", animal["keys"])
+
+
+# -- real model heads --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("where", WHERE)
+def test_real_heads_load_on_demand_and_add_up_to_100(page, shipped, data, watch, where):
+    open_lab(page, shipped, where)
+    assert not [u for u in watch.requests if "real-heads" in u], "the model's heads load only when asked for"
+    head = head_select(page)
+    expect(page.locator('#sl-head option[value="L0H0"]'),
+           "the Head select should offer the model's heads (options L<layer>H<head>, theme/README.md)").to_have_count(1)
+    head.select_option("L0H0")
+    expect(page.locator("#sl-caption")).to_have_text(re.compile(r"^Where “.+” looks — layer 0, head 0$"))
+    expect(page.locator("#sl-readout tbody th", has_text="[CLS]")).to_have_count(1)
+    view = read_view(page)
+    assert sum(view["pct"]) == 100 and view["total"] == "100%"
+    assert [u for u in watch.requests if re.search(r"/labs/attention/real-heads\.[0-9a-f]+\.js$", u)]
+
+    # The model grid: one button per head; picking one switches the spotlight to it.
+    model = page.locator("#sl-model")
+    expect(model).to_be_visible()
+    expect(page.locator("#sl-grid button.sl-cell")).to_have_count(data["real"]["layers"] * data["real"]["heads"])
+    cell = page.locator("#sl-grid").get_by_role("button", name="layer 1, head 3", exact=True)
+    cell.click()
+    expect(cell).to_have_attribute("aria-pressed", "true")
+    expect(head).to_have_value("L1H3")
+    expect(page.locator("#sl-caption")).to_have_text(re.compile(r"layer 1, head 3$"))
+    view = read_view(page)
+    assert sum(view["pct"]) == 100 and view["total"] == "100%"
+    assert not view["misplaced"], f"links miss their words: {view['misplaced']}"
+    expect(page).to_have_url(re.compile(r"h=L1H3&q=\d+&scale=1&special=1$"))
+
+    # Hiding [CLS] and [SEP] leaves the weights as they are and says how much they held.
+    page.get_by_role("switch", name="Hide special tokens").click()
+    expect(page.locator("#sl-readout tbody tr:visible th", has_text="[CLS]")).to_have_count(0)
+    expect(page.locator("#sl-readout tfoot tr.sl-total td.sl-pct")).to_have_text("100%")
+    shown = int(page.locator("#sl-readout tfoot tr", has_text="Shown").locator("td.sl-pct").text_content()[:-1])
+    assert sum(percentages(page)) == shown
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_deep_link_to_a_real_head_loads_it(page, shipped, where):
+    open_lab(page, shipped, where, "#s=cat-mat&h=L2H5&q=3&scale=1&special=1")
+    expect(head_select(page)).to_have_value("L2H5")
+    expect(pressed(page)).to_have_text("sat")  # [CLS] the cat sat: token 3
+    expect(page.locator("#sl-caption")).to_have_text("Where “sat” looks — layer 2, head 5")
+    expect(page.locator('#sl-grid button.sl-cell[data-head="L2H5"]')).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("#sl-readout tfoot tr.sl-total td.sl-pct")).to_have_text("100%")
+    assert sum(percentages(page)) == 100
+
+
+def test_real_heads_that_fail_to_load_leave_the_spotlight_working(page, shipped, watch):
+    watch.allow(r"real-heads|ERR_FAILED")  # the failed request is logged; that is the point here
+    page.route(re.compile(r"/real-heads\.[0-9a-f]+\.js$"), lambda route: route.abort())
+    open_lab(page, shipped, "http")
+    head_select(page).select_option("L0H0")
+    # The learner is told, in the spotlight's status line, and the view stays on a teaching head.
+    status = page.locator("#spotlight").get_by_role("status")
+    expect(status).to_be_visible()
+    expect(status).to_have_text(re.compile(r"(could not|couldn.t|cannot|failed).*load|load.*fail", re.IGNORECASE))
+    expect(head_select(page)).to_have_value("syntax")
+    expect(page.locator("#spotlight")).to_have_attribute("data-ready", "true")
+    expect(page.locator("#sl-caption")).to_have_text(caption_for("sat", "Syntax"))
+    click_word(page, 1, "cat", "Syntax")
+    assert sum(percentages(page)) == 100
+
+
+# -- accessibility ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def axe():
+    from axe_playwright_python.sync_playwright import Axe
+    return Axe()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("path", ["", LAB, "topics/llm-engineering/", "404.html"],
+                         ids=["index", "lab", "topic", "404"])
+def test_axe_finds_no_violations(page, shipped, axe, path, scheme):
+    page.emulate_media(color_scheme=scheme)
+    page.goto(shipped.url("http", path))
+    if path == LAB:
+        expect(page.locator("#spotlight")).to_have_attribute("data-ready", "true")
+    # Colour contrast is judged on the final colours, not halfway through a transition.
+    settle(page)
+    results = axe.run(page)
+    assert results.violations_count == 0, results.generate_report()
+
+
+# -- screenshots: looked at by a person ------------------------------------------------------
+
+@pytest.mark.parametrize("width,height", [(1280, 800), (375, 812)], ids=["desktop", "phone"])
+def test_screenshots_and_no_sideways_scrolling(browser, watch, shipped, width, height):
+    ARTIFACTS.mkdir(exist_ok=True)
+    size = f"{width}x{height}"
+    ctx = _watched_context(browser, watch, width, height, device_scale_factor=1)
+    try:
+        page = ctx.new_page()
+        shots = []
+        open_lab(page, shipped, "http")
+        settle(page)
+        for name, full in ((f"lab-{size}-top.png", False), (f"lab-{size}-full.png", True)):
+            page.screenshot(path=str(ARTIFACTS / name), full_page=full)
+            shots.append(name)
+        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0, f"the lab page scrolls sideways by {overflow}px at {size}"
+        page.goto(shipped.url("http"))
+        page.screenshot(path=str(ARTIFACTS / f"index-{size}.png"), full_page=True)
+        shots.append(f"index-{size}.png")
+        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0, f"the index scrolls sideways by {overflow}px at {size}"
+        for name in shots:
+            assert (ARTIFACTS / name).stat().st_size > 5_000, name
+    finally:
+        ctx.close()
+    assert not watch.problems, watch.problems
+
+
+# -- hostile text ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("where", WHERE)
+def test_script_in_content_is_shown_as_text_and_never_runs(page, sites, watch, where):
+    hostile = sites["hostile"]
+    open_lab(page, hostile, where, slug="alpha")
+    expect(page.locator(".hero-tagline")).to_have_text(
+        f"A tagline with {HOSTILE} & an ampersand, shown as text.")
+    expect(page.locator("#sl-sentence option").first).to_have_text(f"The cat sat {HOSTILE}")
+    expect(page.locator("#sl-note")).to_have_text(f"A note with {HOSTILE} in it.")
+    page.get_by_text(f"Is {HOSTILE} shown as text?").click()
+    expect(page.locator(".faq-a code", has_text=HOSTILE)).to_be_visible()
+    click_word(page, 1, "cat", "Syntax")
+    assert sum(percentages(page)) == 100
+    assert watch.dialogs == [], f"a script in the content ran: {watch.dialogs}"
