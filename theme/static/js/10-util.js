@@ -1,159 +1,106 @@
 /* Shared helpers for every widget: DOM building, safe storage, rounding, roving focus.
    Classic script (no modules: pages must also work from file://); shares window.Labs. */
-(function () {
+(() => {
   "use strict";
-  var Labs = (window.Labs = window.Labs || {});
+  const Labs = (window.Labs = window.Labs || {});
+  const all = (sel, root = document) => [...root.querySelectorAll(sel)];
 
-  /** h("td", {class: "x", "data-i": 2}, ["text", node]) → element. Text children are text nodes. */
-  function h(tag, attrs, children, ns) {
-    var el = ns ? document.createElementNS(ns, tag) : document.createElement(tag);
-    if (attrs) {
-      for (var k in attrs) {
-        if (attrs[k] === null || attrs[k] === undefined || attrs[k] === false) continue;
-        if (k === "text") el.textContent = attrs[k];
-        else el.setAttribute(k, attrs[k] === true ? "" : attrs[k]);
-      }
-    }
-    if (children) {
-      for (var i = 0; i < children.length; i++) {
-        var c = children[i];
-        if (c === null || c === undefined) continue;
-        el.appendChild(typeof c === "string" || typeof c === "number" ? document.createTextNode(String(c)) : c);
-      }
-    }
+  /** h("td", {class: "x", "data-i": 2}, ["text", node]) → element. Null and false attributes and children are skipped. */
+  function h(tag, attrs, kids, ns) {
+    const el = ns ? document.createElementNS(ns, tag) : document.createElement(tag);
+    for (const k in attrs) if (attrs[k] != null && attrs[k] !== false) el.setAttribute(k, attrs[k]);
+    if (kids) el.append(...kids.filter(c => c != null));
     return el;
   }
 
   /** JSON from a <script type="application/json" id=...>, or null. */
   function readJSON(id) {
-    var el = document.getElementById(id);
-    if (!el) return null;
-    try { return JSON.parse(el.textContent); } catch (e) { return null; }
+    try { return JSON.parse(document.getElementById(id).textContent); } catch { return null; }
   }
 
   /** localStorage that never throws (private mode, file:// quirks, quota). */
-  var store = {
-    get: function (key) {
-      try { var s = window.localStorage.getItem(key); return s ? JSON.parse(s) : null; } catch (e) { return null; }
-    },
-    set: function (key, value) {
-      try { window.localStorage.setItem(key, JSON.stringify(value)); return true; } catch (e) { return false; }
-    },
-    remove: function (key) {
-      try { window.localStorage.removeItem(key); } catch (e) { /* ignore */ }
-    }
+  const store = {
+    get(key) { try { return JSON.parse(localStorage.getItem(key)); } catch { return null; } },
+    set(key, value) { try { localStorage.setItem(key, JSON.stringify(value)); } catch { /* not kept */ } }
   };
+
+  const sum = a => a.reduce((s, x) => s + x, 0);
 
   /** Integer shares of `total` proportional to `values`, largest remainder: they add up exactly. */
   function roundShares(values, total) {
-    var sum = 0, i;
-    for (i = 0; i < values.length; i++) sum += values[i];
-    if (!(sum > 0)) return values.map(function () { return 0; });
-    var raw = values.map(function (v) { return (v / sum) * total; });
-    var out = raw.map(Math.floor);
-    var left = total - out.reduce(function (a, b) { return a + b; }, 0);
-    var order = raw.map(function (r, j) { return j; })
-      .sort(function (a, b) { return (raw[b] - out[b]) - (raw[a] - out[a]) || a - b; });
-    for (i = 0; i < left; i++) out[order[i]] += 1;
+    const whole = sum(values);
+    if (!(whole > 0)) return values.map(() => 0);
+    const raw = values.map(v => v / whole * total), out = raw.map(Math.floor);
+    const order = raw.map((r, j) => j).sort((a, b) => raw[b] - out[b] - (raw[a] - out[a]) || a - b);
+    for (let i = 0, left = total - sum(out); i < left; i++) out[order[i]]++;
     return out;
   }
 
-  /** A number with a real minus sign: fmt(-0.5, 2) → "−0.50". */
-  function fmt(x, digits) {
-    if (x === null || x === undefined) return "–";
-    var s = Number(x).toFixed(digits);
-    if (/^-0\.?0*$/.test(s)) s = s.slice(1);
-    return s.charAt(0) === "-" ? "\u2212" + s.slice(1) : s;
-  }
-
+  const minus = s => s.replace(/^-/, "\u2212");
+  /** A number with a real minus sign: fmt(-0.5, 2) → "−0.50" (never "−0.00"). */
+  const fmt = (x, digits) => x == null ? "–" : minus(Number(x).toFixed(digits).replace(/^-(?=0\.?0*$)/, ""));
   /** Shortest form, as the data has it: short(2) → "2", short(-0.5) → "−0.5". */
-  function short(x, digits) {
-    var s = String(Number(Number(x).toFixed(digits)));
-    return s.charAt(0) === "-" ? "\u2212" + s.slice(1) : s;
+  const short = (x, digits) => minus(String(+Number(x).toFixed(digits)));
+
+  /** Make `active` the one Tab stop among `items`. */
+  function setTabStop(items, active) {
+    for (const it of items) it.tabIndex = it === active ? 0 : -1;
   }
 
   /**
-   * Roving focus over the items of a container: one Tab stop, arrows/Home/End move.
-   * `onMove(index, item, event)` is called; it decides what moving means. `axis` is
-   * "x" (Left/Right) or "grid" (also Up/Down by `cols()`).
+   * Roving focus over the items of a box: one Tab stop; Left/Right/Home/End move, and Up/Down
+   * by `cols()` in a grid. `onMove(item)` (optional) acts first, then the item takes the focus.
    */
-  function roving(container, selector, onMove, axis, cols) {
-    container.addEventListener("keydown", function (ev) {
-      var items = Array.prototype.slice.call(container.querySelectorAll(selector))
-        .filter(function (el) { return !el.hidden && !el.disabled; });
-      var at = items.indexOf(document.activeElement);
-      if (at < 0) return;
-      var to = -1, step = axis === "grid" && cols ? cols() : 0;
-      switch (ev.key) {
-        case "ArrowLeft": to = at - 1; break;
-        case "ArrowRight": to = at + 1; break;
-        case "ArrowUp": if (step) to = at - step; break;
-        case "ArrowDown": if (step) to = at + step; break;
-        case "Home": to = 0; break;
-        case "End": to = items.length - 1; break;
-        default: return;
-      }
+  function roving(box, selector, onMove, cols) {
+    box.addEventListener("keydown", ev => {
+      const items = all(selector, box).filter(el => !el.hidden && !el.disabled);
+      const at = items.indexOf(document.activeElement), step = cols ? cols() : 0;
+      const to = { ArrowLeft: at - 1, ArrowRight: at + 1, ArrowUp: step ? at - step : -1, ArrowDown: step ? at + step : -1,
+        Home: 0, End: items.length - 1 }[ev.key];
+      if (at < 0 || to === undefined) return;
       ev.preventDefault();
-      if (to < 0 || to >= items.length) return;
-      onMove(to, items[to], ev);
+      const item = items[to];
+      if (!item) return;
+      if (onMove) onMove(item);
+      setTabStop(items, item);
+      item.focus();
     });
   }
-  /** Make `active` the one Tab stop among `items`. */
-  function setTabStop(items, active) {
-    for (var i = 0; i < items.length; i++) items[i].tabIndex = items[i] === active ? 0 : -1;
-  }
 
-  var reducedMotion = window.matchMedia ? window.matchMedia("(prefers-reduced-motion: reduce)") : { matches: false };
+  const reducedMotion = matchMedia("(prefers-reduced-motion: reduce)");
 
-  // Print: open the FAQ and any other <details> so the handout has everything; restore after.
-  var reopened = [];
-  window.addEventListener("beforeprint", function () {
-    reopened = Array.prototype.filter.call(document.querySelectorAll("details:not([open])"), function (d) {
-      return !d.hidden;
-    });
-    reopened.forEach(function (d) { d.open = true; });
+  // Print: open every closed <details> (FAQ, answers) so the handout has everything; restore after.
+  let reopened = [];
+  addEventListener("beforeprint", () => {
+    reopened = all("details:not([open])").filter(d => !d.hidden);
+    for (const d of reopened) d.open = true;
   });
-  window.addEventListener("afterprint", function () {
-    reopened.forEach(function (d) { d.open = false; });
-    reopened = [];
-  });
+  addEventListener("afterprint", () => { for (const d of reopened) d.open = false; });
 
   // From file:// a link to "labs/x/" opens a folder listing, not the page: point such links at
   // the folder's index.html. Served over http(s) the clean URLs stay as they are.
   if (location.protocol === "file:") {
-    Array.prototype.forEach.call(document.querySelectorAll("a[href]"), function (a) {
-      var href = a.getAttribute("href");
-      var m = /^([^#?:]*\/|\.\/?|\.\.\/?|)([?#].*)?$/.exec(href);
-      if (m && !/^[a-z]+:/i.test(href) && href.charAt(0) !== "#") {
-        var path = m[1] || "";
-        if (path === "." || path === "..") path += "/";
-        if (path) a.setAttribute("href", path + "index.html" + (m[2] || ""));
-      }
-    });
+    for (const a of all("a[href]")) {
+      const m = /^([^#?:]*\/|\.\.?)([?#].*)?$/.exec(a.getAttribute("href"));
+      if (m) a.setAttribute("href", m[1].replace(/\.$/, "./") + "index.html" + (m[2] || ""));
+    }
   }
 
-  // A box that scrolls sideways (code on a phone) must be reachable by keyboard to be scrolled.
+  // A box that scrolls sideways (code on a phone) must be reachable by keyboard to be scrolled:
+  // it becomes a named, focusable region once it overflows (and stays one).
   function focusableScrollers() {
-    Array.prototype.forEach.call(document.querySelectorAll(".codehilite, .prose table"), function (box) {
-      var scrolls = box.scrollWidth > box.clientWidth + 1;
-      if (scrolls && !box.hasAttribute("tabindex")) {
+    for (const box of all(".codehilite, .prose table")) {
+      if (box.scrollWidth > box.clientWidth + 1 && !box.hasAttribute("tabindex")) {
         box.tabIndex = 0;
         box.setAttribute("role", "region");
-        box.setAttribute("aria-label", box.tagName === "TABLE" ? "Table (scrolls sideways)" : "Code (scrolls sideways)");
-      } else if (!scrolls && box.getAttribute("tabindex") === "0") {
-        box.removeAttribute("tabindex");
-        box.removeAttribute("role");
-        box.removeAttribute("aria-label");
+        box.setAttribute("aria-label", (box.tagName === "TABLE" ? "Table" : "Code") + " (scrolls sideways)");
       }
-    });
+    }
   }
   focusableScrollers();
-  var scrollerTimer = 0;
-  window.addEventListener("resize", function () {
-    clearTimeout(scrollerTimer);
-    scrollerTimer = setTimeout(focusableScrollers, 200);
-  });
+  let scrollerTimer = 0;
+  addEventListener("resize", () => { clearTimeout(scrollerTimer); scrollerTimer = setTimeout(focusableScrollers, 200); });
 
-  Labs.util = { h: h, readJSON: readJSON, store: store, roundShares: roundShares, fmt: fmt, short: short,
-    roving: roving, setTabStop: setTabStop, reducedMotion: reducedMotion, SVG: "http://www.w3.org/2000/svg" };
+  Labs.util = { h, all, readJSON, store, sum, roundShares, fmt, short, roving, setTabStop, reducedMotion,
+    SVG: "http://www.w3.org/2000/svg" };
 })();

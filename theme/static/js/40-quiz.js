@@ -1,157 +1,101 @@
 /* Quick check (#quiz): radios check on choice, checkboxes on "Check", word questions on a click.
-   Answers are kept in localStorage under the quiz's data-storage-key as {"answers": {id: [option ids]}}. */
-(function () {
+   Answers are kept in localStorage under the quiz's data-storage-key as {"answers": {id: [option ids]}}.
+   Without JavaScript each question still reads, with its answer in a <details>. */
+(() => {
   "use strict";
-  var quiz = document.getElementById("quiz");
+  const quiz = document.getElementById("quiz");
   if (!quiz) return;
-  var u = window.Labs.util;
-  var key = quiz.getAttribute("data-storage-key");
-  var saved = u.store.get(key);
-  var answers = saved && saved.answers && typeof saved.answers === "object" ? saved.answers : {};
-  var questions = Array.prototype.slice.call(quiz.querySelectorAll(".quiz-q"));
-  var scoreEl = document.getElementById("quiz-score");
-  var resetRow = quiz.querySelector(".quiz-reset-row");
+  const u = window.Labs.util, h = u.h, key = quiz.dataset.storageKey;
+  const saved = u.store.get(key)?.answers;
+  let answers = saved && typeof saved === "object" ? saved : {};
+  const questions = u.all(".quiz-q", quiz), scoreEl = document.getElementById("quiz-score");
 
-  function all(root, sel) { return Array.prototype.slice.call(root.querySelectorAll(sel)); }
-  function inputsOf(q) { return all(q, q.getAttribute("data-kind") === "word" ? ".quiz-words button.word" : "input"); }
-  function idOf(input) { return input.getAttribute("data-option") || input.value; }
-  function optionText(q, id) {
-    var input = inputsOf(q).filter(function (i) { return idOf(i) === id; })[0];
-    if (!input) return id;
-    if (input.tagName === "BUTTON") return input.textContent.trim();
-    var label = q.querySelector('label[for="' + input.id + '"]');
-    return label ? label.textContent.trim() : id;
-  }
-  function correctIds(q) {
-    return inputsOf(q).filter(function (i) { return i.getAttribute("data-correct") === "true"; }).map(idOf);
-  }
-  function sameSet(a, b) {
-    return a.length === b.length && a.every(function (x) { return b.indexOf(x) >= 0; });
-  }
-  function isRight(q) {
-    var a = answers[q.getAttribute("data-question")];
-    return !!a && sameSet(a, correctIds(q));
-  }
+  const isWord = q => q.dataset.kind === "word";
+  const inputsOf = q => u.all(isWord(q) ? ".quiz-words .word" : "input", q);
+  const idOf = input => input.dataset.option || input.value;
+  const correctIds = q => inputsOf(q).filter(i => i.hasAttribute("data-correct")).map(idOf);
+  const qid = q => q.id.slice(5); // fieldset#quiz-<question id>
+  const sameSet = (a, b) => a.length === b.length && a.every(x => b.includes(x));
+  const textOf = (q, id) => inputsOf(q).find(i => idOf(i) === id)?.closest("label, button").textContent.trim();
 
-  /** Show the verdict on every option, the right answer after a wrong try, and the explanation. */
-  function showAnswer(q, chosen) {
-    var kind = q.getAttribute("data-kind"), right = correctIds(q), ok = sameSet(chosen, right);
-    inputsOf(q).forEach(function (input) {
-      var id = idOf(input), picked = chosen.indexOf(id) >= 0, good = right.indexOf(id) >= 0;
-      var holder = kind === "word" ? input : input.closest(".quiz-option");
-      var why = q.querySelector('.quiz-why[data-why-for="' + id + '"]');
-      var verdict = picked ? (good ? "Right." : "Not this one.") : (good ? (kind === "multiple" ? "Missed — this one is true." : "The answer.") : "");
-      holder.classList.toggle("is-right", good && (picked || !ok));
+  /**
+   * Show a question answered with the option ids `chosen` — every option marked, the right answer
+   * after a wrong try, the explanation open — or, with `chosen` null, as new.
+   */
+  function show(q, chosen) {
+    const right = correctIds(q), ok = !!chosen && sameSet(chosen, right), multiple = q.dataset.kind === "multiple";
+    for (const input of inputsOf(q)) {
+      const id = idOf(input), picked = !!chosen?.includes(id), good = right.includes(id);
+      const why = q.querySelector(`.quiz-why[data-why-for="${CSS.escape(id)}"]`), holder = input.closest(".quiz-option") || input;
+      const verdict = !chosen ? "" : picked ? (good ? "Right." : "Not this one.") : good ? (multiple ? "Missed — this one is true." : "The answer.") : "";
+      holder.classList.toggle("is-right", !!chosen && good && (picked || !ok));
       holder.classList.toggle("is-wrong", picked && !good);
-      if (kind === "word") input.setAttribute("aria-pressed", String(picked));
-      else input.checked = picked;
-      input.disabled = true;
+      if (!isWord(q)) input.checked = picked;
+      else if (chosen) input.setAttribute("aria-pressed", picked);
+      else input.removeAttribute("aria-pressed");
+      input.disabled = !!chosen;
       if (why) {
         why.hidden = !verdict;
-        why.classList.toggle("is-right", good);
-        why.classList.toggle("is-wrong", picked && !good);
-        var v = why.querySelector(".quiz-verdict");
-        if (v) v.textContent = verdict;
+        why.className = "quiz-why" + (good ? " is-right" : picked ? " is-wrong" : "");
+        why.querySelector(".quiz-verdict").textContent = verdict;
       }
-    });
-    var fb = q.querySelector(".quiz-feedback");
-    fb.className = "quiz-feedback " + (ok ? "is-right" : "is-wrong");
-    fb.textContent = ok ? "Correct!" : "Not quite. The answer: " + right.map(function (id) { return optionText(q, id); }).join("; ") + ".";
-    var details = q.querySelector(".quiz-answer");
-    if (details) {
-      details.hidden = false;
-      details.open = true;
-      details.querySelector("summary").textContent = "Explanation";
-      var keyLine = details.querySelector(".quiz-answer-key");
-      if (keyLine) keyLine.hidden = true; // the status line and the marked options already say it
     }
-    var check = q.querySelector("[data-quiz-check]");
-    if (check) check.hidden = true;
-    q.querySelector("[data-quiz-retry]").hidden = false;
+    feedback(q, !chosen ? "" : ok ? "Correct!" : `Not quite. The answer: ${right.map(id => textOf(q, id)).join("; ")}.`, ok);
+    const details = q.querySelector(".quiz-answer");
+    details.hidden = !chosen;
+    details.open = !!chosen;
+    details.querySelector("summary").textContent = "Explanation";
+    details.querySelector(".quiz-answer-key").hidden = true; // the status line and the marked options already say it
+    q.check.hidden = !!chosen;
+    q.retry.hidden = !chosen;
   }
-
-  function clearAnswer(q) {
-    var kind = q.getAttribute("data-kind");
-    inputsOf(q).forEach(function (input) {
-      var holder = kind === "word" ? input : input.closest(".quiz-option");
-      holder.classList.remove("is-right", "is-wrong");
-      input.disabled = false;
-      if (kind === "word") input.removeAttribute("aria-pressed"); else input.checked = false;
-    });
-    all(q, ".quiz-why").forEach(function (w) { w.hidden = true; });
-    var fb = q.querySelector(".quiz-feedback");
-    fb.className = "quiz-feedback";
-    fb.textContent = "";
-    var details = q.querySelector(".quiz-answer");
-    if (details) { details.hidden = true; details.open = false; }
-    var check = q.querySelector("[data-quiz-check]");
-    if (check) check.hidden = false;
-    q.querySelector("[data-quiz-retry]").hidden = true;
+  function feedback(q, text, ok) {
+    const fb = q.querySelector(".quiz-feedback");
+    fb.className = "quiz-feedback " + (ok ? "is-right" : "is-wrong");
+    fb.textContent = text;
   }
 
   function score() {
-    var n = questions.filter(isRight).length;
-    scoreEl.querySelector("[data-quiz-correct]").textContent = String(n);
+    scoreEl.querySelector("[data-quiz-correct]").textContent = questions.filter(q => sameSet(answers[qid(q)] || [], correctIds(q))).length;
     scoreEl.hidden = false;
   }
-  function save() { u.store.set(key, { answers: answers }); }
-
   function answer(q, chosen) {
-    var kind = q.getAttribute("data-kind");
-    if (!chosen.length) {
-      var fb = q.querySelector(".quiz-feedback");
-      fb.className = "quiz-feedback is-wrong";
-      fb.textContent = kind === "multiple" ? "Tick at least one option, then Check." : "Pick an answer first.";
-      return;
-    }
-    answers[q.getAttribute("data-question")] = chosen;
-    save();
-    showAnswer(q, chosen);
+    if (chosen && !chosen.length) return feedback(q, q.dataset.kind === "multiple" ? "Tick at least one option, then Check." : "Pick an answer first.");
+    if (chosen) answers[qid(q)] = chosen; else delete answers[qid(q)];
+    u.store.set(key, { answers });
+    show(q, chosen);
     score();
-    q.querySelector("[data-quiz-retry]").focus();
+    (chosen ? q.retry : inputsOf(q)[0]).focus();
   }
 
-  questions.forEach(function (q) {
-    var kind = q.getAttribute("data-kind"), id = q.getAttribute("data-question");
-    q.querySelector(".quiz-actions").hidden = false;
-    clearAnswer(q);
-    if (kind === "single") {
-      q.addEventListener("change", function (ev) {
-        if (ev.target.matches("input[type=radio]")) answer(q, [ev.target.value]);
-      });
-    } else if (kind === "word") {
-      q.querySelector(".quiz-words").addEventListener("click", function (ev) {
-        var b = ev.target.closest("button.word");
-        if (b && !b.disabled) answer(q, [b.getAttribute("data-option")]);
-      });
+  for (const q of questions) {
+    for (const why of u.all(".quiz-why", q)) {
+      const word = why.querySelector(".quiz-why-word"), verdict = h("span", { class: "quiz-verdict" });
+      if (word) word.after(" ", verdict); else why.prepend(verdict, " ");
     }
-    var check = q.querySelector("[data-quiz-check]");
-    if (check) {
-      check.addEventListener("click", function () {
-        answer(q, inputsOf(q).filter(function (i) { return i.checked; }).map(idOf));
-      });
-    }
-    q.querySelector("[data-quiz-retry]").addEventListener("click", function () {
-      delete answers[id];
-      save();
-      clearAnswer(q);
-      score();
-      inputsOf(q)[0].focus();
+    // Check (multiple choice only) and Try again exist only with JavaScript.
+    q.check = h("button", { type: "button", class: "btn btn-primary", "data-quiz-check": "" }, ["Check"]);
+    q.retry = h("button", { type: "button", class: "btn", "data-quiz-retry": "" }, ["Try again"]);
+    q.querySelector(".quiz-feedback").after(h("div", { class: "quiz-actions" }, [q.dataset.kind === "multiple" ? q.check : null, q.retry]));
+    q.addEventListener("change", ev => { if (ev.target.type === "radio") answer(q, [ev.target.value]); });
+    q.addEventListener("click", ev => {
+      const b = ev.target.closest(".quiz-words .word");
+      if (b && !b.disabled) answer(q, [idOf(b)]);
     });
-    var known = answers[id];
-    if (Array.isArray(known) && known.length) showAnswer(q, known.map(String));
+    q.check.addEventListener("click", () => answer(q, inputsOf(q).filter(i => i.checked).map(idOf)));
+    q.retry.addEventListener("click", () => answer(q, null));
+    const known = answers[qid(q)];
+    show(q, Array.isArray(known) && known.length ? known.map(String) : null);
+  }
+
+  const reset = document.getElementById("quiz-reset");
+  reset.parentNode.hidden = false;
+  reset.addEventListener("click", () => {
+    answers = {};
+    u.store.set(key, { answers });
+    for (const q of questions) show(q, null);
+    score();
+    inputsOf(questions[0])[0].focus();
   });
-
-  if (resetRow) {
-    resetRow.hidden = false;
-    document.getElementById("quiz-reset").addEventListener("click", function () {
-      answers = {};
-      u.store.remove(key);
-      questions.forEach(clearAnswer);
-      score();
-      var first = questions[0] && inputsOf(questions[0])[0];
-      if (first) first.focus();
-    });
-  }
   score();
 })();
