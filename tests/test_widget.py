@@ -257,7 +257,7 @@ def test_payload_follows_the_documented_contract(example):
     spec, payload = example
     assert list(payload) == ["version", "precision", "heads", "default", "sentences", "real"]
     assert payload["version"] == 1 and payload["real"] is None
-    assert payload["precision"] == {"vectors": 3, "weights": 4}
+    assert payload["precision"] == {"vectors": 3, "weights": 3}
     assert payload["default"] == {"sentence": "cat-mat", "head": "syntax", "query": 2}
     assert [h["id"] for h in payload["heads"]] == list(spec.head_ids)
     for h in payload["heads"]:

@@ -107,10 +107,10 @@ class WidgetSpec:
     default_sentence: str
     default_head: str
     default_query: int
-    # Decimals kept in the page: three show a vector or score faithfully at panel size; four
-    # keep weights exact to 0.01 %, more than the integer percentages the readout shows.
+    # Decimals kept in the page: three show a vector or score faithfully at panel size, and
+    # keep weights exact to 0.1 % — finer than the integer percentages the readout shows.
     vector_decimals: int = 3
-    weight_decimals: int = 4
+    weight_decimals: int = 3
 
     def sentence(self, sentence_id: str) -> SentenceSpec | None:
         return next((s for s in self.sentences if s.id == sentence_id), None)
@@ -361,13 +361,13 @@ def _read_default(reader: Reader, where: tuple, head_ids: Sequence[str],
 # ---------------------------------------------------------------------------- computing
 
 
-def percentages(weights: np.ndarray, mask: np.ndarray) -> np.ndarray:  # [n_q, n_k], bool -> [n_q, n_k] int
-    """Integer percentages by the largest-remainder method: each row sums to exactly 100
-    (a row with no visible key to 0); masked entries stay 0. Ties go to the earlier key."""
-    exact = weights * 100.0
+def percentages(weights: np.ndarray, mask: np.ndarray, total: int = 100) -> np.ndarray:  # [n_q, n_k], bool -> int
+    """Integer shares of ``total`` by the largest-remainder method: each row sums to exactly
+    ``total`` (a row with no visible key to 0); masked entries stay 0. Ties go to the earlier key."""
+    exact = weights * float(total)
     floor = np.floor(exact)
     remainder = np.where(mask, exact - floor, -1.0)
-    short = np.where(mask.any(axis=-1), np.rint(100.0 - floor.sum(axis=-1)), 0).astype(np.int64)
+    short = np.where(mask.any(axis=-1), np.rint(total - floor.sum(axis=-1)), 0).astype(np.int64)
     order = np.argsort(-remainder, axis=-1, kind="stable")
     rank = np.empty_like(order)
     np.put_along_axis(rank, order, np.broadcast_to(np.arange(order.shape[-1]), order.shape), axis=-1)
@@ -390,8 +390,9 @@ def _head_payload(result: teaching.HeadResult, vec: int, wt: int) -> dict[str, A
         "scores": _numbers(result.scores, vec, result.mask),
         "bias": None if result.bias is None else _numbers(result.bias, vec),
         "scaled": _numbers(np.where(result.mask, result.scaled, 0.0), vec, result.mask),
-        "weights": _numbers(result.weights, wt),
-        "weights_unscaled": _numbers(result.weights_unscaled, wt),
+        # Rounded so that each stored row still sums to exactly 1, like the percentages.
+        "weights": _numbers(percentages(result.weights, result.mask, 10**wt) / 10**wt, wt),
+        "weights_unscaled": _numbers(percentages(result.weights_unscaled, result.mask, 10**wt) / 10**wt, wt),
         "pct": percentages(result.weights, result.mask).tolist(),
         "pct_unscaled": percentages(result.weights_unscaled, result.mask).tolist(),
         "out": _numbers(result.out, vec),
