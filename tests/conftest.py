@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -26,3 +27,48 @@ def minilm_dir() -> Path:
     if os.environ.get("LABS_REQUIRE_REFERENCE") == "1":
         pytest.fail(f"LABS_REQUIRE_REFERENCE=1 but {message}")
     pytest.skip(message)
+
+
+# -- one Chromium for the whole session ----------------------------------------------------------
+# Playwright's sync API allows one running instance per thread, so every browser test
+# (test_browser.py, test_serve.py) shares this one, with a fresh context per test.
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+INSTALL_HELP = ("install Chromium: `apt-get install -y chromium` (Debian/Ubuntu), or "
+                "`python -m playwright install chromium`; or set LABS_CHROMIUM=/path/to/chrome")
+
+
+def _chromium_path() -> str | None:
+    wanted = os.environ.get("LABS_CHROMIUM")
+    if wanted:
+        return wanted if Path(wanted).is_file() else None
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """A real Chromium. Missing, it fails every browser test with how to install it — never a skip."""
+    try:
+        from playwright.sync_api import Error as PlaywrightError
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("the browser tests need Playwright for Python: pip install playwright; then " + INSTALL_HELP,
+                    pytrace=False)
+    with sync_playwright() as pw:
+        path = _chromium_path()
+        if os.environ.get("LABS_CHROMIUM") and path is None:
+            pytest.fail(f"LABS_CHROMIUM={os.environ['LABS_CHROMIUM']} is not a file; " + INSTALL_HELP, pytrace=False)
+        problem = ""
+        try:
+            chromium = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        except PlaywrightError as exc:
+            problem = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if problem:
+            pytest.fail(f"no usable Chromium ({path or 'none on PATH'}: {problem}); " + INSTALL_HELP, pytrace=False)
+        yield chromium
+        chromium.close()

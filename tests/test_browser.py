@@ -22,9 +22,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
-import os
 import re
-import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +33,6 @@ import yaml
 from generator.build import build
 
 try:
-    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import expect, sync_playwright
 except ImportError:  # pragma: no cover - reported by the `browser` fixture as a failure
     sync_playwright = None
@@ -44,13 +41,9 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 ARTIFACTS = ROOT / "test-artifacts"
 CSP = "default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; base-uri 'self'"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 HOSTILE = "</script><script>alert(1)</script>"
 LAB = "labs/attention/"
 WHERE = ["http", "file"]
-INSTALL_HELP = ("install Chromium: `apt-get install -y chromium` (Debian/Ubuntu), or "
-                "`python -m playwright install chromium`; or set LABS_CHROMIUM=/path/to/chrome")
 
 if sync_playwright is not None:
     expect.set_options(timeout=5_000)
@@ -142,38 +135,6 @@ def data(shipped) -> dict:
 
 
 # -- the browser: one per session, a fresh context per test, every page watched ----------------
-
-def _chromium_path() -> str | None:
-    wanted = os.environ.get("LABS_CHROMIUM")
-    if wanted:
-        return wanted if Path(wanted).is_file() else None
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
-@pytest.fixture(scope="session")
-def browser():
-    if sync_playwright is None:
-        pytest.fail("the browser tests need Playwright for Python: pip install playwright; then " + INSTALL_HELP,
-                    pytrace=False)
-    with sync_playwright() as pw:
-        path = _chromium_path()
-        if os.environ.get("LABS_CHROMIUM") and path is None:
-            pytest.fail(f"LABS_CHROMIUM={os.environ['LABS_CHROMIUM']} is not a file; " + INSTALL_HELP, pytrace=False)
-        problem = ""
-        try:
-            # Without a system Chromium, try the one `playwright install` manages.
-            chromium = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
-        except PlaywrightError as exc:
-            problem = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        if problem:
-            pytest.fail(f"no usable Chromium ({path or 'none on PATH'}: {problem}); " + INSTALL_HELP, pytrace=False)
-        yield chromium
-        chromium.close()
-
 
 class Watch:
     """What a page did that a learner should never meet: errors, and requests off the site."""

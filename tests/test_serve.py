@@ -34,9 +34,6 @@ from generator.serve import ChangeQueue, inject_reload, is_editor_noise, resolve
 
 REPO = Path(__file__).absolute().parents[1]
 THEME = REPO / "theme"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 LAB = "content/labs/attention"
 TAB_YAML = "questions:\n  - type: single\n\tprompt: tab\n"  # error at line 3, column 1
 SECRET = "secret-token-7c1f"
@@ -422,19 +419,6 @@ def open_page(browser, url: str):
     page.goto(url)
     page.violations = violations
     return page
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"Chromium is not installed at {CHROMIUM}; install it with `apt-get install -y chromium` "
-                    "(the live-reload tests need a real browser and never skip)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 def test_served_pages_carry_the_reload_script_and_built_pages_do_not(shared_server, tmp_path):
