@@ -761,24 +761,19 @@ def serve(content: Path, theme: Path, output: Path, host: str = "127.0.0.1", por
              "This is a development server, not hardened for the internet; use --host 127.0.0.1 unless you "
              "mean it.")
     server = DevServer(content, theme, output, host, port, report, warn)
-    try:
-        url = server.start()
-    except KeyboardInterrupt:  # Ctrl-C during the first build
-        server.stop()
-        return 0
-    except BaseException:
-        server.stop()
-        raise
-    report(f"serving {url} — watching {display_path(content)}/ and {display_path(theme)}/ (Ctrl-C to stop)")
-    if open_browser:
-        threading.Thread(target=webbrowser.open, args=(url,), name="labs-browser", daemon=True).start()
     stop = threading.Event()
-    handled = (signal.SIGINT, signal.SIGTERM)
     previous = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in handled:
-            previous[sig] = signal.signal(sig, lambda *_: stop.set())
     try:
+        try:
+            url = server.start()
+            if threading.current_thread() is threading.main_thread():
+                for sig in (signal.SIGINT, signal.SIGTERM):  # from here on, Ctrl-C stops cleanly
+                    previous[sig] = signal.signal(sig, lambda *_: stop.set())
+        except KeyboardInterrupt:  # Ctrl-C during the first build
+            return 0
+        report(f"serving {url} — watching {display_path(content)}/ and {display_path(theme)}/ (Ctrl-C to stop)")
+        if open_browser:
+            threading.Thread(target=webbrowser.open, args=(url,), name="labs-browser", daemon=True).start()
         while not stop.wait(0.25):
             pass
     finally:

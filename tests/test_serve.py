@@ -332,8 +332,10 @@ class Server:
         self.out: list[str] = []
         self.err: list[str] = []
         self._lines: queue.Queue[str] = queue.Queue()
-        for stream, sink in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
-            threading.Thread(target=self._pump, args=(stream, sink), daemon=True).start()
+        self._pumps = [threading.Thread(target=self._pump, args=(stream, sink), daemon=True)
+                       for stream, sink in ((self.proc.stdout, self.out), (self.proc.stderr, self.err))]
+        for pump in self._pumps:
+            pump.start()
         self.url = self.wait_for(r"serving (http://\S+/)", timeout=60).group(1)
         self.netloc = urlsplit(self.url).netloc
 
@@ -342,7 +344,7 @@ class Server:
             sink.append(line.rstrip("\n"))
             self._lines.put(line)
 
-    def wait_for(self, pattern: str, timeout: float = 15) -> re.Match:
+    def wait_for(self, pattern: str, timeout: float = 30) -> re.Match:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for line in self.out + self.err:
@@ -378,8 +380,12 @@ class Server:
         return status, data
 
     def interrupt(self, timeout: float = 20) -> int:
+        """Ctrl-C; the exit code, once all output has been read."""
         self.proc.send_signal(signal.SIGINT)
-        return self.proc.wait(timeout)
+        code = self.proc.wait(timeout)
+        for pump in self._pumps:
+            pump.join(timeout)
+        return code
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -517,7 +523,7 @@ def test_sigint_stops_cleanly_with_exit_0_and_no_temp_folders(start_server, tmp_
 
 def test_binding_beyond_loopback_warns_loudly(start_server, tmp_path):
     server = start_server(copy_content(tmp_path), tmp_path / "site", "--host", "0.0.0.0")
-    assert any(line.startswith("WARNING: serving on 0.0.0.0") for line in server.err)
+    server.wait_for(r"^WARNING: serving on 0\.0\.0\.0: anyone who can reach this machine")
     assert server.interrupt() == 0
 
 
@@ -532,7 +538,7 @@ def test_an_edit_shows_up_in_the_open_page_by_itself(start_server, browser, tmp_
     token = "An edited sentence nobody has seen before."
     with (content / "labs/attention/gist.md").open("a", encoding="utf-8") as f:
         f.write(f"\n{token}\n")
-    expect(page.get_by_text(token)).to_be_visible(timeout=15000)
+    expect(page.get_by_text(token)).to_be_visible(timeout=30000)
     assert page.evaluate("window.__untouched") is None  # the page reloaded itself
     assert page.violations == []
     page.close()
@@ -549,7 +555,7 @@ def test_an_error_shows_an_overlay_until_it_is_fixed(start_server, browser, tmp_
     quiz = content / "labs/attention/quiz.yaml"
     good = quiz.read_text(encoding="utf-8")
     quiz.write_text(TAB_YAML, encoding="utf-8")
-    expect(overlay).to_be_visible(timeout=15000)
+    expect(overlay).to_be_visible(timeout=30000)
     expect(overlay.locator(".labs-error-where")).to_have_text("content/labs/attention/quiz.yaml:3:1")
     expect(overlay.locator(".labs-error-message")).to_contain_text("invalid YAML")
     expect(overlay.locator(".labs-error-source")).to_contain_text("prompt: tab")
@@ -558,10 +564,10 @@ def test_an_error_shows_an_overlay_until_it_is_fixed(start_server, browser, tmp_
     status, _, body = server.request("/labs/attention/")
     assert status == 200 and b"what do one word" in body
     other = open_page(browser, server.url)  # a page opened while the error stands shows it too
-    expect(other.locator("#labs-error-overlay")).to_be_visible(timeout=15000)
+    expect(other.locator("#labs-error-overlay")).to_be_visible(timeout=30000)
     quiz.write_text(good, encoding="utf-8")
-    expect(overlay).to_have_count(0, timeout=15000)
-    expect(other.locator("#labs-error-overlay")).to_have_count(0, timeout=15000)
+    expect(overlay).to_have_count(0, timeout=30000)
+    expect(other.locator("#labs-error-overlay")).to_have_count(0, timeout=30000)
     server.wait_for(r"errors fixed")
     assert page.violations == [] and other.violations == []
     page.close()
