@@ -15,14 +15,14 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import partial
-from datetime import datetime, timezone
 from html import unescape
 from pathlib import Path
-from typing import Callable
 from urllib.parse import unquote, urlsplit
 
 from generator.attention.widget import check_claims, compute_widget, top_keys
@@ -35,6 +35,7 @@ from generator.render import Renderer, Theme
 log = logging.getLogger(__name__)
 
 MARKER = ".labs-build"  # marks a folder as ours, so a rebuild may replace it
+MARKER_TEXT = b"Built by Attention Labs (labs build). This folder is replaced by every build.\n"
 
 
 def source_date() -> str:
@@ -42,7 +43,7 @@ def source_date() -> str:
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
     if not epoch.isdigit():
         return ""
-    return datetime.fromtimestamp(int(epoch), tz=timezone.utc).strftime("%Y-%m-%d")
+    return datetime.fromtimestamp(int(epoch), tz=UTC).strftime("%Y-%m-%d")
 
 
 @dataclass(frozen=True)
@@ -108,32 +109,46 @@ _ID_RE = re.compile(r'\sid="([^"]+)"')
 _HREF_RE = re.compile(r'<a\s[^>]*?href="([^"]*)"')
 
 
-def _anchors(html: str) -> tuple[set[str], list[str]]:
+def anchors(html: str) -> tuple[set[str], list[str]]:
     """Ids and link targets of a page. Our pages come from Jinja and Markdown, which always
     double-quote attributes, so a regular expression is enough (and 20x faster than a parser)."""
     return set(_ID_RE.findall(html)), [unescape(h) for h in _HREF_RE.findall(html)]
 
 
+def page_link_problems(path: str, hrefs: list[str] | tuple[str, ...], files: dict[str, bytes],
+                       ids_of: Callable[[str], set[str] | frozenset[str] | None],
+                       content: Content) -> tuple[frozenset[str], list[Diagnostic]]:
+    """Check the links of one page: the pages they reach, and a diagnostic for each broken one.
+
+    ``ids_of(page)`` gives the ids on a built page (None for files that are not pages)."""
+    base = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
+    targets: set[str] = set()
+    problems = []
+    for href in hrefs:
+        parts = urlsplit(href)
+        if parts.scheme or parts.netloc or href.startswith("mailto:"):
+            continue
+        target = _normalise(base + unquote(parts.path)) if parts.path else path
+        if target.endswith("/") or target == "":
+            target += "index.html"
+        targets.add(target)
+        if target not in files:
+            problems.append(_link_problem(content, path, href, "link to a page that does not exist"))
+        elif parts.fragment and "=" not in parts.fragment:  # "#s=…&q=…" is widget state, not an anchor
+            ids = ids_of(target)
+            if ids is not None and parts.fragment not in ids:
+                problems.append(_link_problem(content, path, href, "link to a missing anchor"))
+    return frozenset(targets), problems
+
+
 def check_links(files: dict[str, bytes], content: Content) -> None:
     """Every relative link of every page must reach a built file, and every ``#anchor`` an id on it."""
-    parsed = {path: _anchors(data.decode("utf-8")) for path, data in files.items() if path.endswith(".html")}
+    parsed = {path: anchors(data.decode("utf-8")) for path, data in files.items() if path.endswith(".html")}
     problems = []
     for path, (_, hrefs) in sorted(parsed.items()):
-        if path == "404.html":
-            continue
-        base = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
-        for href in hrefs:
-            parts = urlsplit(href)
-            if parts.scheme or parts.netloc or href.startswith("mailto:"):
-                continue
-            target = _normalise(base + unquote(parts.path)) if parts.path else path
-            if target.endswith("/") or target == "":
-                target += "index.html"
-            if target not in files:
-                problems.append(_link_problem(content, path, href, "link to a page that does not exist"))
-            elif (parts.fragment and "=" not in parts.fragment  # "#s=…&q=…" is widget state, not an anchor
-                  and target in parsed and parts.fragment not in parsed[target][0]):
-                problems.append(_link_problem(content, path, href, "link to a missing anchor"))
+        if path != "404.html":  # its links start at the site root, wherever it is served
+            problems += page_link_problems(path, hrefs, files, lambda t: parsed[t][0] if t in parsed else None,
+                                           content)[1]
     if problems:
         raise ContentError(problems)
 
@@ -170,7 +185,7 @@ PARALLEL_MIN_LABS = 16
 
 
 @contextmanager
-def _lab_pool(content_dir: Path):
+def lab_pool(content_dir: Path):
     """``map`` over labs: in worker processes for a large site on a machine with several cores,
     else in this process. Results come back in order, so the output is the same either way."""
     labs_dir = Path(content_dir) / "labs"
@@ -189,7 +204,7 @@ def build_files(content_dir: Path, theme_dir: Path, base_url: str | None = None,
                 model_dir: Path | None = None) -> tuple[dict[str, bytes], Content]:
     """Everything a build writes, in memory. Raises ContentError/BuildError on any problem."""
     started = time.perf_counter()
-    with _lab_pool(content_dir) as map_labs:
+    with lab_pool(content_dir) as map_labs:
         content = load_content(content_dir, map_labs)
         report(f"loaded {len(content.labs)} lab{'s' * (len(content.labs) != 1)} from {display_path(content_dir)}/ "
                f"({time.perf_counter() - started:.2f} s)")
@@ -201,12 +216,12 @@ def build_files(content_dir: Path, theme_dir: Path, base_url: str | None = None,
     renderer = Renderer(content, Theme(theme_dir), payloads, base_url)
     files = renderer.render_all()
     check_links(files, content)
-    files[MARKER] = b"Built by Attention Labs (labs build). This folder is replaced by every build.\n"
+    files[MARKER] = MARKER_TEXT
     report(f"rendered {sum(p.endswith('.html') for p in files)} pages ({time.perf_counter() - t:.2f} s)")
     return files, content
 
 
-def _guard_output(output: Path, content_dir: Path, theme_dir: Path) -> None:
+def guard_output(output: Path, content_dir: Path, theme_dir: Path) -> None:
     out = output.resolve()
     for name, folder in (("content", content_dir), ("theme", theme_dir)):
         f = folder.resolve()
@@ -260,7 +275,7 @@ def build(content_dir: Path, theme_dir: Path, output: Path, base_url: str | None
     content_dir, theme_dir, output = Path(content_dir), Path(theme_dir), Path(output)
     if not theme_dir.is_dir():
         raise BuildError("theme folder not found", display_path(theme_dir))
-    _guard_output(output, content_dir, theme_dir)
+    guard_output(output, content_dir, theme_dir)
     files, content = build_files(content_dir, theme_dir, base_url, report, model_dir)
     write_site(files, output)
     pages = sum(p.endswith(".html") for p in files)

@@ -35,7 +35,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
 
 from generator import build as pipeline
 from generator.content import (
@@ -356,7 +355,7 @@ class SiteBuilder:
             old = self._links.get(path)
             if old is not None and (old.data is data or old.data == data):
                 continue
-            ids, hrefs = pipeline._anchors(data.decode("utf-8"))
+            ids, hrefs = pipeline.anchors(data.decode("utf-8"))
             if old is None or old.ids != ids:
                 ids_changed.add(path)
             self._links[path] = _PageLinks(data, frozenset(ids), tuple(hrefs))
@@ -382,24 +381,10 @@ class SiteBuilder:
 
     def _page_problems(self, path: str, page: _PageLinks, files: dict[str, bytes],
                        content: Content) -> tuple[frozenset[str], tuple[Diagnostic, ...]]:
-        """The body of check_links' loop for one page, plus the pages its verdict depends on."""
-        base = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
-        targets: set[str] = set()
-        problems = []
-        for href in page.hrefs:
-            parts = urlsplit(href)
-            if parts.scheme or parts.netloc or href.startswith("mailto:"):
-                continue
-            target = pipeline._normalise(base + unquote(parts.path)) if parts.path else path
-            if target.endswith("/") or target == "":
-                target += "index.html"
-            targets.add(target)
-            if target not in files:
-                problems.append(pipeline._link_problem(content, path, href, "link to a page that does not exist"))
-            elif (parts.fragment and "=" not in parts.fragment  # "#s=…&q=…" is widget state, not an anchor
-                  and target in self._links and parts.fragment not in self._links[target].ids):
-                problems.append(pipeline._link_problem(content, path, href, "link to a missing anchor"))
-        return frozenset(targets), tuple(problems)
+        """:func:`generator.build.page_link_problems` against the pages known so far."""
+        targets, problems = pipeline.page_link_problems(
+            path, page.hrefs, files, lambda t: self._links[t].ids if t in self._links else None, content)
+        return targets, tuple(problems)
 
     # -- the whole run ----------------------------------------------------------------
     def rebuild(self, changed: Iterable[Path | str] | None = None, map_labs: Callable = map) -> Rebuild:
@@ -417,7 +402,7 @@ class SiteBuilder:
         pages, labs_changed, rendered = self._render(content, payloads, keys, theme, theme_digest)
         self._check_links(pages, content)
         files = dict(pages)
-        files[pipeline.MARKER] = b"Built by Attention Labs (labs build). This folder is replaced by every build.\n"
+        files[pipeline.MARKER] = pipeline.MARKER_TEXT
         last = self._last_good
         delta = {p for p, d in files.items() if p not in last or (last[p] is not d and last[p] != d)}
         delta |= set(last) - set(files)

@@ -635,7 +635,7 @@ class DevServer:
         # The first build may fork worker processes (as `labs build` does for a large site), so
         # it runs before any thread exists; a full rescan right after it catches any file saved
         # before the watcher started.
-        with pipeline._lab_pool(self.content) as map_labs:
+        with pipeline.lab_pool(self.content) as map_labs:
             self._first_build(map_labs)
         self._observer = _watch([self.content.resolve(), self.theme.resolve()], self.changes)
         self.changes.add(RESCAN)
@@ -755,7 +755,7 @@ def serve(content: Path, theme: Path, output: Path, host: str = "127.0.0.1", por
     for name, folder in (("content", content), ("theme", theme)):
         if not folder.is_dir():
             raise BuildError(f"{name} folder not found", display_path(folder))
-    pipeline._guard_output(output, content, theme)
+    pipeline.guard_output(output, content, theme)
     if not _is_loopback(host):
         warn(f"WARNING: serving on {host}: anyone who can reach this machine on that address can read the site. "
              "This is a development server, not hardened for the internet; use --host 127.0.0.1 unless you "

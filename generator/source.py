@@ -106,7 +106,6 @@ class YamlDoc:
         return _diag(self.path, self.text, line, column, message)
 
 
-_constructor = yaml.constructor.SafeConstructor()
 # libyaml's safe parser is ~20x faster than the pure-Python one and gives the same marks
 # (line, column and index count characters); PyYAML wheels ship it.
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -125,7 +124,8 @@ def _walk(doc: YamlDoc, node: yaml.Node, where: Where, diags: Diagnostics) -> An
     if isinstance(node, yaml.ScalarNode):
         doc.styles[where] = node.style
         doc.raw[where] = node.value
-        value = _constructor.construct_object(node, deep=True)
+        # A fresh constructor per scalar: a shared one keeps every node it ever built.
+        value = yaml.constructor.SafeConstructor().construct_object(node, deep=True)
         if isinstance(value, float) and not math.isfinite(value):
             value = node.value  # '.nan'/'.inf' are text to us, never numbers
         return value
