@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from generator.attention.widget import check_claims, compute_widget, top_keys
-from generator.content import load_content
+from generator.content import load_content_partial
 from generator.errors import BuildError, ContentError, Diagnostic, display_path
 from generator.model import Content
 from generator.realmodel import compute_real
@@ -205,11 +205,17 @@ def build_files(content_dir: Path, theme_dir: Path, base_url: str | None = None,
     """Everything a build writes, in memory. Raises ContentError/BuildError on any problem."""
     started = time.perf_counter()
     with lab_pool(content_dir) as map_labs:
-        content = load_content(content_dir, map_labs)
-        report(f"loaded {len(content.labs)} lab{'s' * (len(content.labs) != 1)} from {display_path(content_dir)}/ "
-               f"({time.perf_counter() - started:.2f} s)")
+        content, problems = load_content_partial(content_dir, map_labs)
+        if not problems:
+            report(f"loaded {len(content.labs)} lab{'s' * (len(content.labs) != 1)} from "
+                   f"{display_path(content_dir)}/ ({time.perf_counter() - started:.2f} s)")
         t = time.perf_counter()
-        payloads = compute(content, model_dir, report, map_labs)
+        try:  # the labs that loaded are computed even when others have mistakes: one run, every error
+            payloads = compute(content, model_dir, report, map_labs)
+        except ContentError as exc:
+            problems += exc.diagnostics
+        if problems:
+            raise ContentError(problems)
     report(f"computed attention for {sum(len(p['sentences']) for p in payloads.values())} sentences "
            f"({time.perf_counter() - t:.2f} s)")
     t = time.perf_counter()

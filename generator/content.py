@@ -504,6 +504,16 @@ def load_lab(source: SiteSource, slug: str) -> tuple[Lab | None, tuple[Diagnosti
 
 def assemble(source: SiteSource, loaded: list[tuple[Lab | None, tuple[Diagnostic, ...]]]) -> Content:
     """The site and its labs as one Content, or one ContentError with every problem of them all."""
+    content, problems = assemble_partial(source, loaded)
+    if problems:
+        raise ContentError(problems)
+    return content
+
+
+def assemble_partial(source: SiteSource, loaded: list[tuple[Lab | None, tuple[Diagnostic, ...]]],
+                     ) -> tuple[Content, list[Diagnostic]]:
+    """The labs that loaded without mistakes, and every problem found — so that a build can go
+    on to check the good labs' claims and report everything in one run."""
     problems = list(source.problems)
     numbers: dict[int, Lab] = {}
     for lab, lab_problems in loaded:
@@ -516,13 +526,20 @@ def assemble(source: SiteSource, loaded: list[tuple[Lab | None, tuple[Diagnostic
                                                            f"{numbers[lab.number].slug!r}"))
         else:
             numbers[lab.number] = lab
-    if problems:
-        raise ContentError(problems)
-    return Content(site=source.site, labs=tuple(lab for lab, _ in loaded if lab is not None), root=source.root)
+    return Content(site=source.site, labs=tuple(lab for lab, _ in loaded if lab is not None),
+                   root=source.root), problems
 
 
 def load_content(root: Path, map_labs: Callable = map) -> Content:
     """Parse and validate everything under ``root``; raise one :class:`ContentError` listing every
     problem. ``map_labs`` may be a process pool's ``map``: labs load independently."""
+    content, problems = load_content_partial(root, map_labs)
+    if problems:
+        raise ContentError(problems)
+    return content
+
+
+def load_content_partial(root: Path, map_labs: Callable = map) -> tuple[Content, list[Diagnostic]]:
+    """Like :func:`load_content`, but returns the labs that loaded cleanly with the problems."""
     source = load_site(root)
-    return assemble(source, list(map_labs(partial(load_lab, source), source.order)))
+    return assemble_partial(source, list(map_labs(partial(load_lab, source), source.order)))
