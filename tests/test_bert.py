@@ -11,17 +11,15 @@ tests follow the same rule (conftest.minilm_dir).
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
-import os
 import string
 import struct
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import minilm_dir
+from conftest import minilm_dir, reference
 
 from generator.attention.bert import (
     BertConfig,
@@ -55,16 +53,6 @@ TINY_VOCAB = (
     + ["the", "cat", "sat", "on", "mat", "play", "##ing", "did", "##n"]
 )
 SENTENCE = "The cat didn't sit on the mat, playing."
-
-
-def reference(module: str):
-    """Import an optional reference package: skip without it, or fail if LABS_REQUIRE_REFERENCE=1."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        if os.environ.get("LABS_REQUIRE_REFERENCE") == "1":
-            pytest.fail(f"LABS_REQUIRE_REFERENCE=1 but {module!r} cannot be imported: {exc}")
-        pytest.skip(f"{module!r} is not installed (the optional 'reference' extra)")
 
 
 @pytest.fixture(scope="module")

@@ -8,13 +8,11 @@ unless LABS_REQUIRE_REFERENCE=1, which turns that skip into a failure.
 
 from __future__ import annotations
 
-import importlib
-import os
 import string
 from pathlib import Path
 
 import pytest
-from conftest import minilm_dir
+from conftest import minilm_dir, reference
 
 from generator.attention.wordpiece import (
     WordPieceTokenizer,
@@ -52,16 +50,6 @@ def tiny_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def tiny(tiny_dir) -> WordPieceTokenizer:
     return load_tokenizer(tiny_dir)
-
-
-def reference(module: str):
-    """Import an optional reference package: skip without it, or fail if LABS_REQUIRE_REFERENCE=1."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        if os.environ.get("LABS_REQUIRE_REFERENCE") == "1":
-            pytest.fail(f"LABS_REQUIRE_REFERENCE=1 but {module!r} cannot be imported: {exc}")
-        pytest.skip(f"{module!r} is not installed (the optional 'reference' extra)")
 
 
 # ---- fixed expectations -----------------------------------------------------------------------
