@@ -22,7 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from generator.attention.widget import WidgetSpec, read_widget
+from generator.attention.widget import WidgetSpec, read_widget, read_word
 from generator.errors import ContentError, Diagnostic, Diagnostics, did_you_mean, display_path
 from generator.markdown_render import RenderedMarkdown, render_markdown
 from generator.realmodel import read_model
@@ -374,8 +374,8 @@ class _Loader:
             return None
         query = r.string(where + ("query",), multiline=False)
         answer = r.string(where + ("answer",), multiline=False)
-        query_index = _word_index(r, where + ("query",), query, sentence.queries) if query else None
-        answer_index = _word_index(r, where + ("answer",), answer, sentence.keys) if answer else None
+        query_index = read_word(r, where + ("query",), query, sentence.queries) if query else None
+        answer_index = read_word(r, where + ("answer",), answer, sentence.keys) if answer else None
         if query_index is None or answer_index is None:
             return None
         options = tuple(
@@ -385,24 +385,6 @@ class _Loader:
         return Question(qid, "word", prompt.html, prompt.text, options, explanation_html,
                         sentence_id=sentence.id, head_id=head, query_index=query_index,
                         answer_at=(r.doc.path, line, column))
-
-
-def _word_index(r: Reader, where: tuple, word: str, words: tuple[str, ...]) -> int | None:
-    """Index of ``word`` (``the#2`` for the second "the") in ``words``, or an error."""
-    base, _, nth = word.partition("#")
-    hits = [i for i, w in enumerate(words) if w == base]
-    if not hits:
-        r.error(where, f"{base!r} is not a word of this sentence{did_you_mean(base, words)}; words: {' '.join(words)}")
-        return None
-    if nth:
-        if not nth.isdigit() or not 1 <= int(nth) <= len(hits):
-            r.error(where, f"{word!r}: the sentence has {len(hits)} {base!r}; use {base}#1 … {base}#{len(hits)}")
-            return None
-        return hits[int(nth) - 1]
-    if len(hits) > 1:
-        r.error(where, f"{base!r} occurs {len(hits)} times in this sentence; say which with {base}#1 … {base}#{len(hits)}")
-        return None
-    return hits[0]
 
 
 def _unwrap_p(html: str) -> str:

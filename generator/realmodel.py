@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from generator.errors import BuildError, ContentError, Diagnostic, did_you_mean, display_path
+from generator.attention.widget import read_word
 from generator.source import Reader
 
 _RELATION = re.compile(r"^\s*(?P<query>\S+)\s*->\s*(?P<key>\S+)\s*\(\s*(?P<type>[A-Za-z][\w -]*?)\s*\)\s*$")
@@ -95,8 +96,8 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
                     reader.error(sw + (i,), f"relation {text!r} should read 'query -> key (type)', e.g. 'sat -> cat (subject)'")
                     continue
                 words = sentence.queries
-                q = _index(reader, sw + (i,), m["query"], words)
-                k = _index(reader, sw + (i,), m["key"], words)
+                q = read_word(reader, sw + (i,), m["query"], words)
+                k = read_word(reader, sw + (i,), m["key"], words)
                 if q is None or k is None:
                     continue
                 if q == k:
@@ -112,23 +113,6 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
         sline, scol = reader.doc.position(("widget", "sentences", s_index, "text"))
         sentence_at[s.id] = (reader.doc.path, sline, scol)
     return ModelSpec(name, cache, display_path(cache), checkpoint, tuple(relations), (reader.doc.path, line, col), sentence_at)
-
-
-def _index(reader: Reader, where: tuple, word: str, words: tuple[str, ...]) -> int | None:
-    base, _, nth = word.partition("#")
-    hits = [i for i, w in enumerate(words) if w == base]
-    if not hits:
-        reader.error(where, f"{base!r} is not a word of this sentence{did_you_mean(base, words)}")
-        return None
-    if nth:
-        if not nth.isdigit() or not 1 <= int(nth) <= len(hits):
-            reader.error(where, f"{word!r}: the sentence has {len(hits)} {base!r}")
-            return None
-        return hits[int(nth) - 1]
-    if len(hits) > 1:
-        reader.error(where, f"{base!r} occurs {len(hits)} times; write {base}#1 … {base}#{len(hits)}")
-        return None
-    return hits[0]
 
 
 def model_sentences(widget) -> list[Any]:

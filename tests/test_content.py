@@ -160,7 +160,7 @@ CASES = [
                       "answer key 'mat' is wrong: in head 'syntax', 'sat' attends most to 'cat' (55%), not 'mat' (30%)"),
                  id="word-answer-contradicts-weights"),
     pytest.param(Case(LAB + "quiz.yaml", "answer: cat", "answer: dog", "answer: |dog",
-                      "'dog' is not a word of this sentence; words: The cat sat on the mat"),
+                      "no word 'dog' in the sentence; words: The cat sat on the mat"),
                  id="word-answer-not-in-sentence"),
     # -- sentences and claims -------------------------------------------------------------------
     pytest.param(Case(LAB + "lab.yaml", "too tired/ADJ", "too sleepy", "too |sleepy",
@@ -228,7 +228,7 @@ def test_every_mistake_of_a_run_is_reported_together(project, capsys):
         f"{LAB}quiz.yaml:{line}:{column}: error: {message}" for (line, column), message in sorted([
             (position(text, "type: |multi"), "unknown question type 'multi' (did you mean 'multiple'?); "
                                              "use one of: single, multiple, word"),
-            (position(text, "answer: |dog"), "'dog' is not a word of this sentence; words: The cat sat on the mat"),
+            (position(text, "answer: |dog"), "no word 'dog' in the sentence; words: The cat sat on the mat"),
             (position(text, "|hint: none"), "unknown key 'hint' (allowed: explanation, id, options, prompt, type)"),
         ])
     ]

@@ -303,29 +303,41 @@ def _read_claim(reader: Reader, where: tuple, head_id: str, query_words, key_wor
     return Claim(head_id, query, tuple(keys), share, text, reader.doc.diagnostic(where, ""))
 
 
-def _claim_word(reader: Reader, where: tuple, text: str, start: int, written: str,
-                words: Sequence[teaching.Word], among: str) -> int | None:
-    """Index of ``written`` (``word`` or ``word#n``) in ``words``; an error at the word otherwise."""
+def find_word(written: str, words: Sequence[str], among: str = "the sentence") -> int | str:
+    """Index of ``written`` — a word, or ``word#n`` for its n-th occurrence — in ``words``, or
+    the message saying why it names no single word. Shared by claims, quiz word questions and
+    model relations, so an author meets one syntax and one wording everywhere."""
     base, hash_, nth = written.partition("#")
-    texts = [w.text for w in words]
-    hits = [i for i, w in enumerate(texts) if w == base]
-
-    def error(message: str) -> None:
-        line, column = _locate(reader, where, text, written, start)
-        reader.error_at(line, column, message)
-
+    hits = [i for i, w in enumerate(words) if w == base]
     if not hits:
-        error(f"no word {base!r} in {among}{did_you_mean(base, texts)}; words: {' '.join(texts)}")
-        return None
+        return f"no word {base!r} in {among}{did_you_mean(base, words)}; words: {' '.join(words)}"
     if hash_:
         if not nth.isdigit() or not 1 <= int(nth) <= len(hits):
-            error(f"{written!r}: {among} has {len(hits)} {base!r}; write {base}#1 … {base}#{len(hits)}")
-            return None
+            return f"{written!r}: {among} has {len(hits)} {base!r}; write {base}#1 … {base}#{len(hits)}"
         return hits[int(nth) - 1]
     if len(hits) > 1:
-        error(f"{base!r} occurs {len(hits)} times in {among}; say which with {base}#1 … {base}#{len(hits)}")
-        return None
+        return f"{base!r} occurs {len(hits)} times in {among}; say which with {base}#1 … {base}#{len(hits)}"
     return hits[0]
+
+
+def read_word(reader: Reader, where: tuple, written: str, words: Sequence[str]) -> int | None:
+    """:func:`find_word` for the value at ``where``: the index, or an error there and None."""
+    found = find_word(written, words)
+    if isinstance(found, str):
+        reader.error(where, found)
+        return None
+    return found
+
+
+def _claim_word(reader: Reader, where: tuple, text: str, start: int, written: str,
+                words: Sequence[teaching.Word], among: str) -> int | None:
+    """Index of ``written`` in ``words``; an error at the word in the claim otherwise."""
+    found = find_word(written, [w.text for w in words], among)
+    if isinstance(found, str):
+        line, column = _locate(reader, where, text, written, start)
+        reader.error_at(line, column, found)
+        return None
+    return found
 
 
 def _read_default(reader: Reader, where: tuple, head_ids: Sequence[str],
