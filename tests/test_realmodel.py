@@ -148,3 +148,26 @@ def _sha256(path: Path) -> str:
     import hashlib
 
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_labs_attention_prints_json_and_tables(project, capsys, checkpoint):
+    code, out, err = run(capsys, "attention", "--model", str(checkpoint), "--json", "The cat sat on the mat")
+    assert (code, err) == (0, [])
+    data = json.loads("\n".join(out))
+    assert data["tokens"] == ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "[SEP]"]
+    shape = (len(data["attentions"]), len(data["attentions"][0]), len(data["attentions"][0][0]))
+    assert shape == (2, 4, 8)
+    assert all(abs(sum(row) - 1) < 1e-4 for layer in data["attentions"] for head in layer for row in head)
+    code, out, err = run(capsys, "attention", "--model", str(checkpoint), "--layer", "1", "--head", "3", "The cat sat")
+    assert code == 0 and out[0].startswith("Layer 1, head 3:")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--model", "no-such-folder"], "no-such-folder: error: model folder not found"),
+    (["--layer", "2"], "error: layer 2 does not exist: this model has layers 0-1"),
+], ids=["missing-folder", "layer-out-of-range"])
+def test_labs_attention_errors_are_one_line_and_exit_1(project, capsys, checkpoint, args, message):
+    argv = ["attention", "--model", str(checkpoint), *args, "The cat sat"]
+    code, out, err = run(capsys, *argv)
+    assert code == 1 and out == []
+    assert len(err) == 1 and message in err[0], err
