@@ -245,7 +245,8 @@ class Renderer:
         }
 
     def lab_files(self, lab: Lab, prev_lab: Lab | None, next_lab: Lab | None) -> dict[str, bytes]:
-        """A lab's page, and its real model heads as a separate script loaded only when asked for.
+        """A lab's page, plus scripts it loads only when asked: the numbers of its other sentences,
+        and the real model heads.
 
         The pretrained model's attention is most of a lab's data (72 heads per sentence), and
         most visits never open it: the page embeds a summary with the script's name, and the
@@ -254,6 +255,16 @@ class Renderer:
         path = f"labs/{lab.slug}/"
         payload = dict(self.payloads[lab.slug])
         files: dict[str, bytes] = {}
+        # The numbers of the sentences a visit does not open first follow the same way: the
+        # page carries the default sentence's heads, the rest arrive when a learner picks one.
+        default = payload["default"]["sentence"]
+        later = {s["id"]: s["heads"] for s in payload["sentences"] if s["id"] != default}
+        if later:
+            script = f"(window.Labs=window.Labs||{{}}).sentenceHeads={json_for_script(later)};\n".encode()
+            name = fingerprint("sentences.js", script)
+            files[path + name] = script
+            payload["sentences"] = [s if s["id"] == default else {**s, "heads": None} for s in payload["sentences"]]
+            payload["lazy"] = {"src": name, "ids": sorted(later)}
         real = payload.get("real")
         if real:
             script = f"(window.Labs=window.Labs||{{}}).realHeads={json_for_script(real['sentences'])};\n".encode()

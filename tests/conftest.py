@@ -83,3 +83,28 @@ def browser():
             pytest.fail(f"no usable Chromium ({path or 'none on PATH'}: {problem}); " + INSTALL_HELP, pytrace=False)
         yield chromium
         chromium.close()
+
+
+# -- the spotlight data of a built lab page -------------------------------------------------------
+
+def spotlight_payload(site_folder: Path, slug: str) -> dict:
+    """The lab's spotlight data as the learner's browser ends up with it: the page's embedded
+    JSON, with the heads of the other sentences merged in from the script it loads for them."""
+    import json
+    import re
+
+    folder = Path(site_folder) / "labs" / slug
+    html = (folder / "index.html").read_text(encoding="utf-8")
+    raw = re.search(r'<script type="application/json" id="spotlight-data">(.*?)</script>', html, re.DOTALL)
+    payload = json.loads(raw.group(1))
+    lazy = payload.get("lazy")
+    if lazy:
+        script = (folder / lazy["src"]).read_text(encoding="utf-8")
+        prefix = "(window.Labs=window.Labs||{}).sentenceHeads="
+        assert script.startswith(prefix) and script.endswith(";\n"), script[:80]
+        later = json.loads(script[len(prefix):-2])
+        assert sorted(later) == lazy["ids"]
+        for sentence in payload["sentences"]:
+            if sentence["heads"] is None:
+                sentence["heads"] = later[sentence["id"]]
+    return payload

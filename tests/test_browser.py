@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import functools
 import http.server
-import json
 import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from conftest import spotlight_payload
 import yaml
 
 from generator.build import build
@@ -96,10 +96,8 @@ class Site:
         return self.origin + "/", self.folder.as_uri() + "/"
 
     def spotlight(self, slug: str) -> dict:
-        """The lab's embedded spotlight data, as the page carries it (docs/spotlight-data.md)."""
-        html = (self.folder / "labs" / slug / "index.html").read_text(encoding="utf-8")
-        raw = re.search(r'<script type="application/json" id="spotlight-data">(.*?)</script>', html, re.DOTALL)
-        return json.loads(raw.group(1))
+        """The lab's spotlight data (docs/spotlight-data.md), other sentences' heads merged in."""
+        return spotlight_payload(self.folder, slug)
 
 
 def _serve(content: Path, out: Path) -> Site:

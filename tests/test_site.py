@@ -16,6 +16,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 import yaml
 from bs4 import BeautifulSoup
+from conftest import spotlight_payload
 
 from generator.build import build
 
@@ -213,7 +214,7 @@ def test_spotlight_json_parses_and_every_row_of_percentages_sums_to_100(site):
     for slug in site.labs():
         block = site.soup(f"labs/{slug}/index.html").find("script", id="spotlight-data")
         assert block is not None and block.get("type") == "application/json"
-        payload = json.loads(block.string)
+        payload = spotlight_payload(site.folder, slug)
         rows = [(s["id"], head, key, row) for s in payload["sentences"] for head, data in s["heads"].items()
                 for key in ("pct", "pct_unscaled") for row in data[key]]
         assert rows, "no percentages in the spotlight payload"
@@ -276,3 +277,17 @@ def test_hostile_widget_label_and_note_stay_inside_the_json(fixture_site):
     sentence = json.loads(raw)["sentences"][0]
     assert sentence["label"] == f"The cat sat {HOSTILE}"
     assert sentence["note"] == f"A note with {HOSTILE} in it."
+
+
+def test_only_the_first_sentence_s_numbers_are_in_the_page(site):
+    for slug in site.labs():
+        block = site.soup(f"labs/{slug}/index.html").find("script", id="spotlight-data")
+        embedded = json.loads(block.string)
+        default = embedded["default"]["sentence"]
+        with_heads = [s["id"] for s in embedded["sentences"] if s["heads"] is not None]
+        assert with_heads == [default]
+        if len(embedded["sentences"]) > 1:
+            assert re.fullmatch(r"sentences\.[0-9a-f]{8}\.js", embedded["lazy"]["src"])
+            assert f"labs/{slug}/{embedded['lazy']['src']}" in site.files
+            full = spotlight_payload(site.folder, slug)
+            assert all(s["heads"] for s in full["sentences"])
