@@ -108,3 +108,17 @@ def spotlight_payload(site_folder: Path, slug: str) -> dict:
             if sentence["heads"] is None:
                 sentence["heads"] = later[sentence["id"]]
     return payload
+
+
+# -- running the command ---------------------------------------------------------------------------
+
+def run_labs(capsys, *argv: str) -> tuple[int, list[str], list[str]]:
+    """Exit code, stdout lines and stderr lines of ``labs ARGV``; argparse's exits become codes."""
+    from generator.cli import main
+
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err.splitlines()

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_labs as run
 
-from generator.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -29,15 +29,6 @@ def project(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
-
-def run(capsys, *argv: str) -> tuple[int, list[str], list[str]]:
-    """Exit code, stdout lines and stderr lines of ``labs ARGV``; argparse's exits become codes."""
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out.splitlines(), err.splitlines()
 
 
 def edit(path: Path, old: str, new: str) -> str:

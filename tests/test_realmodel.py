@@ -12,9 +12,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import run_labs as run
 
 from generator.attention.bert import BertConfig, write_random_checkpoint
-from generator.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB = "content/labs/attention"
@@ -40,11 +40,6 @@ def project(tmp_path, monkeypatch) -> Path:
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
-
-def run(capsys, *argv) -> tuple[int, list[str], list[str]]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out.splitlines(), captured.err.splitlines()
 
 
 def line_col(path: Path, needle: str) -> tuple[int, int]:

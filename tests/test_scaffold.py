@@ -7,10 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import run_labs as run
 import yaml
 from bs4 import BeautifulSoup
 
-from generator.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 THEME = ROOT / "theme"
@@ -23,14 +23,6 @@ def project(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
-
-def run(capsys, *argv: str) -> tuple[int, list[str], list[str]]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out.splitlines(), err.splitlines()
 
 
 def build(capsys):
