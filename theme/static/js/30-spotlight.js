@@ -1,8 +1,9 @@
 /* The spotlight (#spotlight): click a word, watch its attention fall on the others.
    One state object, one render(): build (when the sentence or the token set changes), measure
    (reads geometry once), paint (writes only, so a click stays cheap).
-   Data: #spotlight-data, see docs/spotlight-data.md. The real model's attention is not on the
-   page: its script (data.real.src) is added the first time a learner asks for a real head.
+   Data: #spotlight-data, see docs/spotlight-data.md. Only the default sentence's numbers and a
+   summary of the real model are on the page: the other sentences' numbers (data.lazy.src) and the
+   model's attention (data.real.src) are scripts added the first time a learner asks for them.
    State lives in the URL hash: #s=<sentence>&h=<head id | L<layer>H<head>>&q=<query>&scale=1|0[&special=0] */
 (() => {
   "use strict";
@@ -32,36 +33,48 @@
   const realOf = sid => hasReal(sid) && Labs.realHeads?.[sid]; // false until the script has run
   const parseReal = id => /^L(\d+)H(\d+)$/.exec(id)?.slice(1).map(Number); // [layer, head] or undefined
 
-  let script = null, loading = false, moves = 0;
-  /** Run `then` once the real heads are here — at once if they are — unless the learner has moved on. */
-  function withReal(then) {
-    if (Labs.realHeads) return then();
-    const at = moves;
-    if (!script) {
-      script = new Promise((resolve, reject) => {
-        const tag = h("script", { src: new URL(real.src, document.baseURI).href });
-        tag.addEventListener("load", () => Labs.realHeads ? resolve() : reject());
+  /* Scripts beside the page, added on demand: window.Labs[key] once loaded, then `done` runs.
+     The numbers of every sentence but the default one (data.lazy), and the real model's attention. */
+  const LAZY = {
+    sentenceHeads: [data.lazy?.src, "this sentence's numbers", "pick it", () => {
+      for (const S of data.sentences) S.heads ||= Labs.sentenceHeads[S.id] || null;
+    }],
+    realHeads: [real?.src, "the model's attention", "pick a real head", () => requestAnimationFrame(drawGrid)]
+  };
+  const scripts = {};
+  let loading = 0, moves = 0;
+  /** Run `then` once Labs[key] is here — at once if it is — unless the learner has moved on meanwhile. */
+  function withScript(key, then) {
+    if (Labs[key]) return then();
+    const at = moves, [src, what, again, done] = LAZY[key];
+    if (!scripts[key]) {
+      scripts[key] = new Promise((resolve, reject) => {
+        const tag = h("script", { src: new URL(src, document.baseURI).href });
+        tag.addEventListener("load", () => Labs[key] ? resolve() : reject());
         tag.addEventListener("error", () => { tag.remove(); reject(); });
         document.head.append(tag);
       });
-      busy(true, "Loading the model's attention…");
-      script.then(() => {
-        busy(false, "");
-        requestAnimationFrame(drawGrid);
+      busy(1, `Loading ${what}…`);
+      scripts[key].then(() => {
+        done();
+        busy(-1, "");
       }, () => {
-        script = null; // the next request tries again
-        busy(false, `Could not load the model's attention (${real.src}). Check the connection, then pick a real head again.`);
-        paint(); // the select goes back to the head on screen
+        scripts[key] = null; // the next request tries again
+        busy(-1, `Could not load ${what} (${src}). Check the connection, then ${again} again.`);
+        paint(); // the selects go back to what is on screen
       });
     }
-    script.then(() => moves === at && then(), () => {});
+    scripts[key].then(() => moves === at && then(), () => {});
   }
-  function busy(on, message) {
-    loading = on;
-    root.toggleAttribute("aria-busy", on);
-    root.dataset.ready = !on;
+  /** Run `then` once sentence `sid` has its numbers (or once they could have: valid() falls back). */
+  const lazy = sid => sentences.get(sid)?.heads === null && !Labs.sentenceHeads;
+  const withSentence = (sid, then) => lazy(sid) ? withScript("sentenceHeads", then) : then();
+  function busy(step, message) {
+    loading += step;
+    root.toggleAttribute("aria-busy", loading > 0);
+    root.dataset.ready = !loading;
     el.status.textContent = message;
-    el.status.classList.toggle("is-error", !on && !!message);
+    el.status.classList.toggle("is-error", step < 0 && !!message);
   }
 
   /* ---------- state ---------- */
@@ -70,7 +83,7 @@
 
   /** Clamp any (possibly hand-edited) state into a valid one. A real head is valid once its data is here. */
   function valid(st) {
-    const s = sentences.has(st.s) ? st.s : sentences.has(D.sentence) ? D.sentence : data.sentences[0].id;
+    const ok = id => sentences.get(id)?.heads, s = ok(st.s) ? st.s : ok(D.sentence) ? D.sentence : data.sentences.find(ok).id;
     const S = sentences.get(s), R = realOf(s), rh = parseReal(st.h);
     let hid = (rh ? R && rh[0] < real.layers && rh[1] < real.heads : headOf(S, st.h)) ? st.h : "";
     if (!hid) hid = headOf(S, D.head) ? D.head : headsFor(S)[0].id;
@@ -495,7 +508,7 @@
 
   /** Switch head, carrying the query across between teaching words and model tokens. */
   function selectHead(id) {
-    if (parseReal(id) && !realOf(state.s)) return hasReal(state.s) ? withReal(() => selectHead(id)) : paint();
+    if (parseReal(id) && !realOf(state.s)) return hasReal(state.s) ? withScript("realHeads", () => selectHead(id)) : paint();
     const wasReal = !!parseReal(state.h), isReal = !!parseReal(id);
     update({ h: id, q: isReal === wasReal ? state.q : isReal ? toReal(state.q) : toTeach(state.q) });
   }
@@ -506,8 +519,11 @@
   });
   u.roving(el.queries, ".word", item => update({ q: +item.dataset.index }, true));
   el.sentence.addEventListener("change", () => {
-    const s = el.sentence.value, q = s === D.sentence ? D.query : 0, R = parseReal(state.h) && realOf(s);
-    update({ s, h: headOf(sentences.get(s), state.h) || R ? state.h : "", q: R ? alignment(s)[q] : q });
+    const s = el.sentence.value;
+    withSentence(s, () => {
+      const q = s === D.sentence ? D.query : 0, R = parseReal(state.h) && realOf(s);
+      update({ s, h: headOf(sentences.get(s), state.h) || R ? state.h : "", q: R ? alignment(s)[q] : q });
+    });
   });
   el.head.addEventListener("change", () => selectHead(el.head.value));
   el.scale.addEventListener("change", () => update({ scale: el.scale.checked }));
@@ -520,7 +536,7 @@
     selectHead(b.dataset.head);
   });
   u.roving(el.grid, ".sl-cell", null, () => real.heads);
-  el.model.addEventListener("toggle", () => el.model.open && hasReal(state.s) && withReal(drawGrid));
+  el.model.addEventListener("toggle", () => el.model.open && hasReal(state.s) && withScript("realHeads", drawGrid));
 
   el.steps.addEventListener("click", ev => {
     const b = ev.target.closest("[data-step]");
@@ -534,13 +550,14 @@
     if (!picked && state.step % 3 === 0) el.step.focus(); // the pressed button just became disabled
   }
 
-  /** Show what the URL's hash names (a deep link, Back/Forward); real heads wait for their data. */
+  /** Show what the URL's hash names (a deep link, Back/Forward); other sentences and real heads wait for their data. */
   function fromLocation(scroll) {
     clearTimeout(hashTimer);
     hashTimer = 0;
     const p = parseHash();
     if (!p) return;
-    if (parseReal(p.h) && hasReal(p.s) && !Labs.realHeads) return withReal(() => fromLocation(scroll));
+    if (lazy(p.s)) return withScript("sentenceHeads", () => fromLocation(scroll));
+    if (parseReal(p.h) && hasReal(p.s) && !Labs.realHeads) return withScript("realHeads", () => fromLocation(scroll));
     moves++;
     const next = valid({ ...p, step: state.step });
     if (hashOf(next) !== hashOf(state)) {
@@ -571,7 +588,7 @@
   const start = parseHash();
   state = valid(start || { s: D.sentence, h: D.head, q: D.query });
   render();
-  if (start) fromLocation(true); // a real head starts loading now; the teaching view shows meanwhile
+  if (start) fromLocation(true); // another sentence or a real head starts loading now; the default view shows meanwhile
 
-  Labs.spotlight = { state: () => ({ ...state }), set: update };
+  Labs.spotlight = { state: () => ({ ...state }), set: patch => withSentence(patch.s, () => update(patch)) };
 })();
