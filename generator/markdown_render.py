@@ -82,8 +82,43 @@ class _MathState:
             reason = str(exc) or re.sub(r"(?<!^)(?=[A-Z])", " ", type(exc).__name__).lower().removesuffix(" error")
             self.problems.append(MathProblem(tex, f"cannot convert math ${tex}$ to MathML: {reason}"))
             mathml = ""
+        mathml = _compact_mathml(mathml)
         self.pieces.append(f'<div class="math-display">{mathml}</div>' if display else mathml)
         return _MATH_TOKEN.format(len(self.pieces) - 1)
+
+
+_MATH_OPEN = re.compile(r'<math xmlns="http://www.w3.org/1998/Math/MathML"( display="\w+")>')
+
+
+def _compact_mathml(mathml: str) -> str:
+    """Drop what HTML does not need: the namespace (the HTML parser puts <math> in MathML's
+    own) and a single <mrow> wrapping the whole formula (<math> is an implicit mrow)."""
+    mathml = _MATH_OPEN.sub(r"<math\1>", mathml, count=1)
+    mathml = _ENTITY.sub(_plain_char, mathml)
+    head, _, rest = mathml.partition(">")
+    if rest.startswith("<mrow>") and rest.endswith("</mrow></math>") and _single_group(rest[6:-14]):
+        mathml = f"{head}>{rest[6:-14]}</math>"
+    return mathml
+
+
+_WHITESPACE_SPAN = re.compile(r'<span class="w">(\s*)</span>')
+_ENTITY = re.compile(r"&#x([0-9A-Fa-f]+);")
+
+
+def _plain_char(m: re.Match) -> str:
+    """``&#x00028;`` → ``(``: the page is UTF-8, so only markup characters need escaping."""
+    char = chr(int(m.group(1), 16))
+    return m.group(0) if char in "<>&\"'" or not char.isprintable() else char
+
+
+def _single_group(inner: str) -> bool:
+    """True when the outer <mrow>…</mrow> closes only at the very end (so it is one group)."""
+    depth = 0
+    for m in re.finditer(r"<(/?)mrow>", inner):
+        depth += -1 if m.group(1) else 1
+        if depth < 0:
+            return False
+    return depth == 0
 
 
 class _DisplayMath(Preprocessor):
@@ -211,8 +246,10 @@ def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
             return m.group(0) if new is None else f'href="{escape_attr(new)}"'
 
         html = re.sub(r'href="([^"]*)"', rewrite, html)
+    html = _WHITESPACE_SPAN.sub(r"\1", html)  # Pygments wraps plain spaces in spans nothing styles
     text = plain_text(html)
-    html = re.sub("<p>\\s*(\ue000math\\d+\ue001)\\s*</p>", r"\1", html)  # display math is a block
+    html = re.sub("<p>\\s*(\ue000math(\\d+)\ue001)\\s*</p>",  # display math is a block, not in a <p>
+                  lambda m: m.group(1) if state.pieces[int(m.group(2))].startswith("<div") else m.group(0), html)
     html = _MATH_TOKEN_RE.sub(lambda m: state.pieces[int(m.group(1))], html)
     return RenderedMarkdown(html=html, text=text, math_problems=list(state.problems), links=list(links))
 

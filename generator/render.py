@@ -128,6 +128,9 @@ def _template_error(path: Path, line: int, message: str) -> ContentError:
     return ContentError([Diagnostic(display_path(path), line, column, f"template error: {message}", source)])
 
 
+_UNREAD_SENTENCE_FIELDS = ("roles_q",)
+
+
 def fingerprint(name: str, data: bytes) -> str:
     """``site.css`` → ``site.3f2a9c1e.css``: a new URL whenever the content changes."""
     digest = hashlib.sha256(data).hexdigest()[:8]
@@ -258,6 +261,9 @@ class Renderer:
         # The numbers of the sentences a visit does not open first follow the same way: the
         # page carries the default sentence's heads, the rest arrive when a learner picks one.
         default = payload["default"]["sentence"]
+        # Fields the widget never reads stay out of the page (they are in compute_widget's result).
+        payload["sentences"] = [{k: v for k, v in s.items() if k not in _UNREAD_SENTENCE_FIELDS}
+                                for s in payload["sentences"]]
         later = {s["id"]: s["heads"] for s in payload["sentences"] if s["id"] != default}
         if later:
             script = f"(window.Labs=window.Labs||{{}}).sentenceHeads={json_for_script(later)};\n".encode()
@@ -270,7 +276,7 @@ class Renderer:
             script = f"(window.Labs=window.Labs||{{}}).realHeads={json_for_script(real['sentences'])};\n".encode()
             name = fingerprint("real-heads.js", script)
             files[path + name] = script
-            summary = {key: value for key, value in real.items() if key != "sentences"}
+            summary = {key: value for key, value in real.items() if key not in ("sentences", "sha256", "per_mille")}
             payload["real"] = {**summary, "src": name, "sentence_ids": sorted(real["sentences"])}
         title = f"{lab.label} · {lab.title}" + (f" — {lab.subtitle}" if lab.subtitle else "") + f" | {self.site.title}"
         page = self._page(path, title, lab.summary, "article", self.lab_jsonld(lab, self._absolute(path)))

@@ -19,10 +19,25 @@ def test_code_is_highlighted_with_classes_not_styles():
 
 def test_inline_and_display_math_become_mathml():
     out = render_markdown("Scale by $\\sqrt{d_k}$.\n\n$$\nQK^\\top\n$$\n")
-    assert '<math xmlns="http://www.w3.org/1998/Math/MathML" display="inline">' in out.html
+    assert '<math display="inline"><msqrt>' in out.html  # no xmlns, no outer <mrow>: HTML needs neither
     assert '<div class="math-display"><math' in out.html
     assert "<msqrt>" in out.html
     assert "<p><div" not in out.html
+
+
+def test_a_formula_alone_in_a_paragraph_stays_inline():
+    out = render_markdown("$x^2$\n")
+    assert out.html == '<p><math display="inline"><msup><mi>x</mi><mn>2</mn></msup></math></p>'
+
+
+def test_mathml_writes_plain_characters_but_escapes_markup():
+    out = render_markdown("$(a) < b$")
+    assert "<mo stretchy=\"false\">(</mo>" in out.html and "&#x0003C;" in out.html
+
+
+def test_whitespace_spans_of_pygments_are_dropped():
+    out = render_markdown("```python\nx = 1\n```\n")
+    assert '<span class="w">' not in out.html and '<span class="n">x</span> <span class="o">=</span>' in out.html
 
 
 def test_dollars_in_code_stay_code():
