@@ -342,7 +342,7 @@ class Renderer:
 
         lastmod = source_date()
         for path in paths:
-            loc = self._absolute(path) or path or "./"
+            loc = self._absolute(path)
             entry = f"  <url><loc>{_xml(loc)}</loc>"
             if lastmod:
                 entry += f"<lastmod>{lastmod}</lastmod>"
@@ -369,7 +369,8 @@ class Renderer:
         files["index.html"] = self.render_index()
         files["404.html"] = self.render_404()
         page_paths = [""] + [f"labs/{lab.slug}/" for lab in labs] + [f"topics/{t.slug}/" for t in self.site.topics]
-        files["sitemap.xml"] = self.sitemap(page_paths)
+        if self.base_url:  # a sitemap lists absolute URLs; without base_url there are none to give
+            files["sitemap.xml"] = self.sitemap(page_paths)
         files["robots.txt"] = self.robots()
         return files
 

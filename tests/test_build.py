@@ -109,6 +109,7 @@ def test_without_a_base_url_there_are_no_absolute_urls(project):
     page = result.files["labs/alpha/index.html"].decode()
     assert 'rel="canonical"' not in page and "og:url" not in page
     assert result.files["robots.txt"] == b"User-agent: *\nAllow: /\n"
+    assert "sitemap.xml" not in result.files  # a sitemap needs absolute URLs
 
 
 def test_the_404_page_links_from_the_site_root_path(project):
