@@ -131,6 +131,13 @@ def _template_error(path: Path, line: int, message: str) -> ContentError:
 _UNREAD_SENTENCE_FIELDS = ("roles_q",)
 
 
+def _lazy_script(name: str, variable: str, data: Any) -> tuple[str, bytes]:
+    """A fingerprinted classic script that sets ``window.Labs[variable]`` to ``data``; the widget
+    adds it with ``<script src>`` when needed (a classic script loads from file:// too)."""
+    script = f"(window.Labs=window.Labs||{{}}).{variable}={json_for_script(data)};\n".encode()
+    return fingerprint(name, script), script
+
+
 def fingerprint(name: str, data: bytes) -> str:
     """``site.css`` → ``site.3f2a9c1e.css``: a new URL whenever the content changes."""
     digest = hashlib.sha256(data).hexdigest()[:8]
@@ -266,16 +273,12 @@ class Renderer:
                                 for s in payload["sentences"]]
         later = {s["id"]: s["heads"] for s in payload["sentences"] if s["id"] != default}
         if later:
-            script = f"(window.Labs=window.Labs||{{}}).sentenceHeads={json_for_script(later)};\n".encode()
-            name = fingerprint("sentences.js", script)
-            files[path + name] = script
+            name, files[path + name] = _lazy_script("sentences.js", "sentenceHeads", later)
             payload["sentences"] = [s if s["id"] == default else {**s, "heads": None} for s in payload["sentences"]]
             payload["lazy"] = {"src": name, "ids": sorted(later)}
         real = payload.get("real")
         if real:
-            script = f"(window.Labs=window.Labs||{{}}).realHeads={json_for_script(real['sentences'])};\n".encode()
-            name = fingerprint("real-heads.js", script)
-            files[path + name] = script
+            name, files[path + name] = _lazy_script("real-heads.js", "realHeads", real["sentences"])
             summary = {key: value for key, value in real.items() if key not in ("sentences", "sha256", "per_mille")}
             payload["real"] = {**summary, "src": name, "sentence_ids": sorted(real["sentences"])}
         title = f"{lab.label} · {lab.title}" + (f" — {lab.subtitle}" if lab.subtitle else "") + f" | {self.site.title}"
