@@ -54,7 +54,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from generator.serve import serve
 
     return serve(content=args.content, theme=args.theme, output=args.output, host=args.host, port=args.port,
-                 open_browser=args.open, report=_out, warn=_err)
+                 open_browser=args.open, report=_out, warn=_err, model_dir=args.model)
 
 
 def cmd_attention(args: argparse.Namespace) -> int:
@@ -144,6 +144,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
     s.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one)")
     s.add_argument("--open", action="store_true", help="open the site in a web browser")
+    model_opt(s)
     s.set_defaults(func=cmd_serve)
 
     h = sub.add_parser("heads", help="compute real model heads into each lab's cache file",

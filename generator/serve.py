@@ -608,12 +608,13 @@ class DevServer:
     """Everything ``labs serve`` runs, startable and stoppable from code (and tests)."""
 
     def __init__(self, content: Path, theme: Path, output: Path | None, host: str = "127.0.0.1", port: int = 8000,
-                 report: Callable[[str], None] = print, warn: Callable[[str], None] = print):
+                 report: Callable[[str], None] = print, warn: Callable[[str], None] = print,
+                 model_dir: Path | None = None):
         self.content, self.theme, self.output = Path(content), Path(theme), output
         self.host, self.port = host, port
         self.report, self.warn = report, warn
         self.live = LiveSite()
-        self.builder = SiteBuilder(self.content, self.theme, report=report)
+        self.builder = SiteBuilder(self.content, self.theme, model_dir=model_dir, report=report)
         self.changes = ChangeQueue()
         self.url = ""
         self._httpd: _HTTPServer | None = None
@@ -744,7 +745,7 @@ class DevServer:
 
 def serve(content: Path, theme: Path, output: Path, host: str = "127.0.0.1", port: int = 8000,
           open_browser: bool = False, report: Callable[[str], None] = print,
-          warn: Callable[[str], None] = print) -> int:
+          warn: Callable[[str], None] = print, model_dir: Path | None = None) -> int:
     """Run the development server until Ctrl-C (SIGINT) or SIGTERM; returns the exit code, 0.
 
     Raises BuildError when it cannot start: a missing content or theme folder, an output
@@ -760,7 +761,7 @@ def serve(content: Path, theme: Path, output: Path, host: str = "127.0.0.1", por
         warn(f"WARNING: serving on {host}: anyone who can reach this machine on that address can read the site. "
              "This is a development server, not hardened for the internet; use --host 127.0.0.1 unless you "
              "mean it.")
-    server = DevServer(content, theme, output, host, port, report, warn)
+    server = DevServer(content, theme, output, host, port, report, warn, model_dir)
     stop = threading.Event()
     previous = {}
     try:
