@@ -166,18 +166,22 @@ def _normalise(path: str) -> str:
 
 
 def _link_problem(content: Content, page: str, href: str, message: str) -> Diagnostic:
-    """Point at the Markdown or YAML line that wrote the link when we can find it."""
+    """Point at the Markdown or YAML line that wrote the link when we can find it: the link as
+    written (``](other.html)``), else its ``#anchor`` (the author wrote ``lab:x#anchor``)."""
     slug = page.split("/")[1] if page.startswith("labs/") else None
     anchor = href.partition("#")[2]
+    needles = [f"]({href}", f"({href}"] + ([f"#{anchor}"] if anchor else [])
     if slug:
         folder = content.root / "labs" / slug
-        for f in sorted(folder.glob("*.md")) + sorted(folder.glob("*.yaml")):
-            text = f.read_text(encoding="utf-8")
-            for i, line in enumerate(text.splitlines()):
-                col = line.find(f"#{anchor}") if anchor else -1
-                if col >= 0:
-                    start = line.rfind("(", 0, col)
-                    return Diagnostic(display_path(f), i + 1, (start if start >= 0 else col) + 2, f"{message}: {href}", line)
+        for needle in needles:
+            for f in sorted(folder.glob("*.md")) + sorted(folder.glob("*.yaml")):
+                lines = f.read_text(encoding="utf-8").splitlines()
+                for i, line in enumerate(lines):
+                    col = line.find(needle)
+                    if col >= 0:
+                        start = line.rfind("(", 0, col + len(needle))
+                        return Diagnostic(display_path(f), i + 1, (start if start >= 0 else col) + 2,
+                                          f"{message}: {href}", line)
     return Diagnostic(f"theme/templates (page {page})", 1, 1, f"{message}: {href}")
 
 

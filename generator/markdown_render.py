@@ -82,17 +82,31 @@ class _MathState:
             reason = str(exc) or re.sub(r"(?<!^)(?=[A-Z])", " ", type(exc).__name__).lower().removesuffix(" error")
             self.problems.append(MathProblem(tex, f"cannot convert math ${tex}$ to MathML: {reason}"))
             mathml = ""
-        mathml = _compact_mathml(mathml)
+        # latex2mathml passes \text{…} through unescaped and turns \href/\style into attributes:
+        # its output is sanitised like the author's HTML, with an allow-list of MathML.
+        mathml = _compact_mathml(nh3.clean(mathml, tags=_MATHML_TAGS, attributes=_MATHML_ATTRIBUTES))
         self.pieces.append(f'<div class="math-display">{mathml}</div>' if display else mathml)
         return _MATH_TOKEN.format(len(self.pieces) - 1)
 
 
-_MATH_OPEN = re.compile(r'<math xmlns="http://www.w3.org/1998/Math/MathML"( display="\w+")>')
+_MATHML_TAGS = {
+    "math", "mi", "mo", "mn", "ms", "mtext", "mrow", "mfrac", "msqrt", "mroot", "msub", "msup", "msubsup",
+    "munder", "mover", "munderover", "mtable", "mtr", "mtd", "mspace", "mpadded", "mphantom", "menclose",
+    "mstyle", "semantics", "annotation",
+}
+_MATHML_ATTRIBUTES = {
+    "math": {"display"},
+    "*": {"mathvariant", "stretchy", "fence", "separator", "accent", "accentunder", "lspace", "rspace", "width",
+          "height", "depth", "columnalign", "rowspacing", "columnspacing", "notation", "minsize", "maxsize",
+          "movablelimits", "displaystyle", "scriptlevel", "linethickness", "form"},
+}
+_MATH_OPEN = re.compile(r'<math(?: xmlns="http://www.w3.org/1998/Math/MathML")?( display="\w+")>')
 
 
 def _compact_mathml(mathml: str) -> str:
     """Drop what HTML does not need: the namespace (the HTML parser puts <math> in MathML's
-    own) and a single <mrow> wrapping the whole formula (<math> is an implicit mrow)."""
+    own), entities for plain characters, and a single <mrow> wrapping the whole formula
+    (<math> is an implicit mrow)."""
     mathml = _MATH_OPEN.sub(r"<math\1>", mathml, count=1)
     mathml = _ENTITY.sub(_plain_char, mathml)
     head, _, rest = mathml.partition(">")

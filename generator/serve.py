@@ -53,6 +53,7 @@ from generator.incremental import Rebuild, SiteBuilder
 
 log = logging.getLogger(__name__)
 
+CSP = "default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; base-uri 'self'"
 PREFIX = "/__labs__/"
 EVENTS_PATH = PREFIX + "events"
 RELOAD_PATH = PREFIX + "reload.js"
@@ -339,6 +340,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
+        # The policy the pages are built for, so a mistake in a theme shows up while writing.
+        self.send_header("Content-Security-Policy", CSP)
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
@@ -397,6 +400,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
+        # The policy the pages are built for, so a mistake in a theme shows up while writing.
+        self.send_header("Content-Security-Policy", CSP)
         self.end_headers()
         self.wfile.write(b"retry: 500\n\n")
         seen, last = -1, None

@@ -114,7 +114,14 @@ _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "seq", "map", "timestamp")}
 
 
-def _walk(doc: YamlDoc, node: yaml.Node, where: Where, diags: Diagnostics) -> Any:
+def _walk(doc: YamlDoc, node: yaml.Node, where: Where, diags: Diagnostics, seen: set[int] | None = None) -> Any:
+    seen = set() if seen is None else seen
+    if id(node) in seen:  # reached a second time: through an alias (*name), maybe recursive
+        m = node.start_mark
+        diags.add(doc.diagnostic_at(m.line + 1, m.column + 1, "this value is reused through a YAML alias (&name … "
+                                    "*name), which lesson files do not support; write it out where it is needed"))
+        return None
+    seen.add(id(node))
     if node.tag not in _PLAIN_TAGS:
         m = node.start_mark
         diags.add(doc.diagnostic_at(m.line + 1, m.column + 1, f"YAML tag {node.tag!r} is not allowed; write plain values"))
@@ -130,7 +137,7 @@ def _walk(doc: YamlDoc, node: yaml.Node, where: Where, diags: Diagnostics) -> An
             value = node.value  # '.nan'/'.inf' are text to us, never numbers
         return value
     if isinstance(node, yaml.SequenceNode):
-        return [_walk(doc, item, where + (i,), diags) for i, item in enumerate(node.value)]
+        return [_walk(doc, item, where + (i,), diags, seen) for i, item in enumerate(node.value)]
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
@@ -144,7 +151,7 @@ def _walk(doc: YamlDoc, node: yaml.Node, where: Where, diags: Diagnostics) -> An
                                             f"duplicate key {key!r}"))
                 continue
             doc.key_marks[where + (key,)] = key_node.start_mark
-            out[key] = _walk(doc, value_node, where + (key,), diags)
+            out[key] = _walk(doc, value_node, where + (key,), diags, seen)
         return out
     raise AssertionError(f"unknown YAML node {node!r}")
 

@@ -144,6 +144,8 @@ CASES = [
                       "link to unknown lab 'atention' (did you mean 'attention'?)"), id="link-to-unknown-lab"),
     pytest.param(Case(LAB + "gist.md", "**softmax**", "[softmax](#nowhere)", "[softmax](|#nowhere)",
                       "link to a missing anchor: #nowhere"), id="link-to-missing-anchor"),
+    pytest.param(Case(LAB + "gist.md", "**softmax**", "[softmax](other.html)", "[softmax](|other.html)",
+                      "link to a page that does not exist: other.html"), id="link-to-missing-page"),
     pytest.param(Case("content/site.yaml", "base_url: https://attention-labs.github.io/",
                       "base_url: attention-labs.github.io", "base_url: |attention-labs",
                       "base_url 'attention-labs.github.io' must be an absolute http(s) URL such as "

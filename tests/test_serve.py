@@ -30,7 +30,7 @@ from generator import build as pipeline
 from generator.build import build_files
 from generator.errors import ContentError
 from generator.incremental import SiteBuilder
-from generator.serve import ChangeQueue, inject_reload, is_editor_noise, resolve_path
+from generator.serve import CSP, ChangeQueue, inject_reload, is_editor_noise, resolve_path
 
 REPO = Path(__file__).absolute().parents[1]
 THEME = REPO / "theme"
@@ -469,6 +469,7 @@ def test_responses_have_the_right_status_type_and_cache_headers(shared_server):
         got_status, headers, body = server.request(target)
         assert (target, got_status, headers["content-type"]) == (target, status, ctype)
         assert headers["cache-control"] == "no-store"
+        assert headers["content-security-policy"] == CSP
         assert int(headers["content-length"]) == len(body)
     _, _, not_found = server.request("/no/such/page")
     assert b"Page not found" in not_found  # the site's own 404.html

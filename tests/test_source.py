@@ -113,3 +113,13 @@ def test_locate_finds_a_word_inside_a_value(tmp_path):
     r, _ = _reader(tmp_path, "s:\n  text: The cat sat on the mat\n")
     assert r.doc.locate(("s", "text"), "the", 1) == (2, 24)
     assert r.doc.locate(("s", "text"), "cat") == (2, 13)
+
+
+@pytest.mark.parametrize("text", ["extra: &x [*x]\n", "a: &v [1, 2]\nb: *v\n"], ids=["recursive", "reused"])
+def test_yaml_aliases_are_refused_at_the_anchor(tmp_path, text):
+    (tmp_path / "a.yaml").write_text(text)
+    with pytest.raises(ContentError) as exc:
+        load_yaml(tmp_path / "a.yaml", tmp_path)
+    message = _only(exc)
+    assert message.startswith(f"a.yaml:{text.count(chr(10), 0, text.index('&'))+1}:")
+    assert "reused through a YAML alias" in message

@@ -18,7 +18,7 @@ Author-facing syntax (in ``lab.yaml``)::
             syntax:
               - sat -> cat, mat (>= 60%)
               - The -> cat
-              - the#2 -> mat                              # or "the -> mat": "The" ≠ "the"
+              - the -> mat                                # "The" ≠ "the"; a repeated word: the#2
         - id: translate
           kind: cross
           text: The black/ADJ cat/NOUN sleeps/VERB        # queries
