@@ -144,6 +144,10 @@ CASES = [
                       "link to unknown lab 'atention' (did you mean 'attention'?)"), id="link-to-unknown-lab"),
     pytest.param(Case(LAB + "gist.md", "**softmax**", "[softmax](#nowhere)", "[softmax](|#nowhere)",
                       "link to a missing anchor: #nowhere"), id="link-to-missing-anchor"),
+    pytest.param(Case(LAB + "lab.yaml", "sat/VERB on the mat", "sat/VRB on the mat", "sat/|VRB on",
+                      "unknown tag 'VRB' on 'sat' (did you mean 'VERB'?); tags: DET, NOUN, PRON, VERB, AUX, ADJ, "
+                      "ADV, ADP, CONJ, PART, NUM, PUNCT (also PROPN = NOUN, CCONJ/SCONJ = CONJ, PREP = ADP)"),
+                 id="unknown-tag-in-the-default-sentence"),
     pytest.param(Case(LAB + "gist.md", "**softmax**", "[softmax](other.html)", "[softmax](|other.html)",
                       "link to a page that does not exist: other.html"), id="link-to-missing-page"),
     pytest.param(Case("content/site.yaml", "base_url: https://attention-labs.github.io/",
