@@ -116,6 +116,35 @@ def anchors(html: str) -> tuple[set[str], list[str]]:
     return set(_ID_RE.findall(html)), [unescape(h) for h in _HREF_RE.findall(html)]
 
 
+def duplicate_id_problems(path: str, html: str, content: Content) -> list[Diagnostic]:
+    """An id used twice on a page (a section id or a Markdown heading that collides with the
+    theme's, e.g. "quiz") makes links to it land in the wrong place."""
+    ids = _ID_RE.findall(html)
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    return [_id_problem(content, path, i) for i in repeated]
+
+
+def _id_problem(content: Content, page: str, element_id: str) -> Diagnostic:
+    message = f"id {element_id!r} is used twice on {page}; links to #{element_id} would land on the first"
+    slug = page.split("/")[1] if page.startswith("labs/") else None
+    if slug:
+        folder = content.root / "labs" / slug
+        for f in sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.md")):
+            for i, line in enumerate(f.read_text(encoding="utf-8").splitlines()):
+                stripped = line.strip().lstrip("- ")
+                heading = line.lstrip("#").strip() if line.startswith("#") else None
+                if stripped == f"id: {element_id}" or (heading is not None and _slug(heading) == element_id):
+                    return Diagnostic(display_path(f), i + 1, len(line) - len(line.lstrip()) + 1, message, line)
+    return Diagnostic(f"theme/templates (page {page})", 1, 1, message)
+
+
+def _slug(text: str) -> str:
+    """The id Markdown gives a heading (see markdown_render._slugify)."""
+    from generator.markdown_render import _slugify
+
+    return _slugify(text, "-")
+
+
 def page_link_problems(path: str, hrefs: list[str] | tuple[str, ...], files: dict[str, bytes],
                        ids_of: Callable[[str], set[str] | frozenset[str] | None],
                        content: Content) -> tuple[frozenset[str], list[Diagnostic]]:
@@ -144,8 +173,10 @@ def page_link_problems(path: str, hrefs: list[str] | tuple[str, ...], files: dic
 
 def check_links(files: dict[str, bytes], content: Content) -> None:
     """Every relative link of every page must reach a built file, and every ``#anchor`` an id on it."""
-    parsed = {path: anchors(data.decode("utf-8")) for path, data in files.items() if path.endswith(".html")}
-    problems = []
+    pages = {path: data.decode("utf-8") for path, data in files.items() if path.endswith(".html")}
+    parsed = {path: anchors(html) for path, html in pages.items()}
+    problems = [d for path, html in sorted(pages.items()) if path != "404.html"
+                for d in duplicate_id_problems(path, html, content)]
     for path, (_, hrefs) in sorted(parsed.items()):
         if path != "404.html":  # its links start at the site root, wherever it is served
             problems += page_link_problems(path, hrefs, files, lambda t: parsed[t][0] if t in parsed else None,

@@ -384,6 +384,7 @@ class SiteBuilder:
         """:func:`generator.build.page_link_problems` against the pages known so far."""
         targets, problems = pipeline.page_link_problems(
             path, page.hrefs, files, lambda t: self._links[t].ids if t in self._links else None, content)
+        problems += pipeline.duplicate_id_problems(path, page.data.decode("utf-8"), content)
         return targets, tuple(problems)
 
     # -- the whole run ----------------------------------------------------------------

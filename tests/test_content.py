@@ -266,3 +266,16 @@ def test_yaml_tags_are_never_constructed(project, capsys):
 def test_shipped_content_builds_cleanly(project, capsys):
     code, err = build(capsys)
     assert (code, err) == (0, [])
+
+
+def test_an_id_used_twice_on_a_page_is_an_error_at_the_heading(tmp_path, monkeypatch, capsys):
+    shutil.copytree(ROOT / "content", tmp_path / "content")
+    monkeypatch.chdir(tmp_path)
+    code_md = tmp_path / LAB / "code.md"
+    code_md.write_text(code_md.read_text(encoding="utf-8") + "\n## Quiz\n\nMore.\n", encoding="utf-8")
+    line = code_md.read_text(encoding="utf-8").splitlines().index("## Quiz") + 1
+    code = main(["build", "--theme", str(THEME)])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 1
+    assert err == [f"{LAB}code.md:{line}:1: error: id 'quiz' is used twice on labs/attention/index.html; "
+                   "links to #quiz would land on the first", "1 error; nothing was written"]
