@@ -248,13 +248,15 @@ class _Loader:
             return None
         return Section(section_id, kicker, title, rendered[0].html, rendered[1])
 
+    def reader(self, path: Path) -> Reader | None:
+        """A Reader for an optional YAML file; None if it is missing (reported by the caller) or unreadable."""
+        doc = self.yaml(path) if path.exists() else None
+        return Reader(doc, self.diags) if doc is not None else None
+
     def faq(self, path: Path, links) -> tuple[FaqItem, ...] | None:
-        if not path.exists():
+        r = self.reader(path)
+        if r is None:
             return None
-        doc = self.yaml(path)
-        if doc is None:
-            return None
-        r = Reader(doc, self.diags)
         items, ids = [], set()
         for i, _ in enumerate(r.sequence(()) or []):
             if r.mapping((i,), required=("question", "answer"), optional=("id",)) is None:
@@ -275,12 +277,9 @@ class _Loader:
         return tuple(items)
 
     def quiz(self, path: Path, slug: str, widget: WidgetSpec | None, links) -> Quiz | None:
-        if not path.exists():
+        r = self.reader(path)
+        if r is None:
             return None
-        doc = self.yaml(path)
-        if doc is None:
-            return None
-        r = Reader(doc, self.diags)
         if r.mapping((), required=("questions",)) is None:
             return None
         questions, ids = [], set()
@@ -293,7 +292,7 @@ class _Loader:
                 continue
             ids.add(q.id)
             questions.append(q)
-        digest = hashlib.sha256(doc.text.encode()).hexdigest()[:10]
+        digest = hashlib.sha256(r.doc.text.encode()).hexdigest()[:10]
         return Quiz(tuple(questions), f"attention-labs:quiz:{slug}:{digest}")
 
     def question(self, r: Reader, where: tuple, index: int, widget: WidgetSpec | None, links) -> Question | None:
