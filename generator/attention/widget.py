@@ -145,8 +145,9 @@ def read_widget(reader: Reader, where: tuple) -> WidgetSpec | None:
             continue
         first_seen[sentence.id] = i
         sentences.append(sentence)
-    written = {reader.value(where + ("sentences", i, "id")) for i in range(len(reader.value(where + ("sentences",)) or []))}
-    default = _read_default(reader, where + ("default",), head_ids, sentences, written) if "default" in mapping else None
+    written_ids = {reader.value(where + ("sentences", i, "id"))
+                   for i in range(len(reader.value(where + ("sentences",)) or []))}
+    default = _read_default(reader, where + ("default",), head_ids, sentences, written_ids) if "default" in mapping else None
     if len(reader.diags.items) > before or prompt is None or not sentences or not head_ids:
         return None
     if default is None:
@@ -342,8 +343,8 @@ def _claim_word(reader: Reader, where: tuple, text: str, start: int, written: st
 
 
 def _read_default(reader: Reader, where: tuple, head_ids: Sequence[str], sentences: Sequence[SentenceSpec],
-                  written: set) -> tuple[str, str, int] | None:
-    """The default view. ``written`` holds every sentence id in the file, including those of
+                  written_ids: set) -> tuple[str, str, int] | None:
+    """The default view. ``written_ids`` holds every sentence id in the file, including those of
     sentences with mistakes: naming one of those is not a mistake of its own."""
     mapping = reader.mapping(where, optional=("sentence", "head", "query"))
     if mapping is None or not sentences:
@@ -352,7 +353,7 @@ def _read_default(reader: Reader, where: tuple, head_ids: Sequence[str], sentenc
     if "sentence" in mapping:
         sentence_id = reader.string(where + ("sentence",), multiline=False)
         sentence = next((s for s in sentences if s.id == sentence_id), None)
-        if sentence_id is not None and sentence is None and sentence_id not in written:
+        if sentence_id is not None and sentence is None and sentence_id not in written_ids:
             ids = [s.id for s in sentences]
             reader.error(where + ("sentence",), f"unknown sentence {sentence_id!r}{did_you_mean(sentence_id, ids)}; "
                                                 f"sentences: {', '.join(ids)}")
