@@ -298,6 +298,14 @@ class _Loader:
     def question(self, r: Reader, where: tuple, index: int, widget: WidgetSpec | None, links) -> Question | None:
         value = r.value(where)
         kind = value.get("type") if isinstance(value, dict) else None
+        if isinstance(value, dict) and "type" in value:
+            written = r.string(where + ("type",), multiline=False)
+            if written is not None and written not in QUESTION_KINDS:  # which keys belong depends on the type
+                r.error(where + ("type",), f"unknown question type {written!r}{did_you_mean(written, QUESTION_KINDS)}; "
+                        f"use one of: {', '.join(QUESTION_KINDS)}")
+                return None
+            if written is None:
+                return None
         common = ("type", "prompt")
         if kind == "word":
             m = r.mapping(where, required=common + ("sentence", "query", "answer"), optional=("id", "head", "explanation"))
@@ -325,9 +333,11 @@ class _Loader:
         unreadable = False  # an option with a mistake of its own: its count errors would only echo it
         for j, _ in enumerate(r.sequence(where + ("options",)) or []):
             ow = where + ("options", j)
+            before = len(self.diags.items)
             option = r.mapping(ow, required=("text", "why"), optional=("correct",))
-            if option is None:
+            if option is None or len(self.diags.items) > before:  # e.g. 'corect:' — already reported
                 unreadable = True
+            if option is None:
                 continue
             text = self.inline_markdown(r, ow + ("text",), links)
             why = self.inline_markdown(r, ow + ("why",), links)

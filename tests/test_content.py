@@ -137,6 +137,11 @@ CASES = [
     pytest.param(Case(LAB + "quiz.yaml", "type: multiple", "type: multi", "type: |multi",
                       "unknown question type 'multi' (did you mean 'multiple'?); use one of: single, multiple, word"),
                  id="unknown-question-type"),
+    pytest.param(Case(LAB + "quiz.yaml", "type: word", "type: wrd", "type: |wrd",
+                      "unknown question type 'wrd' (did you mean 'word'?); use one of: single, multiple, word"),
+                 id="unknown-question-type-alone"),
+    pytest.param(Case(LAB + "quiz.yaml", "        correct: true", "        corect: true", "        |corect: true",
+                      "unknown key 'corect' (did you mean 'correct'?)"), id="misspelt-correct-alone"),
     pytest.param(Case(LAB + "quiz.yaml", "sentence: cat-mat", "sentence: cat-hat", "sentence: |cat-hat",
                       "unknown sentence 'cat-hat' (did you mean 'cat-mat'?); "
                       "sentences are declared under 'widget' in lab.yaml"), id="unknown-sentence"),
