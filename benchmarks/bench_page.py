@@ -111,7 +111,7 @@ def record_visit(browser, origin: str) -> tuple[list[tuple[str, bytes]], list[tu
     initial = list(seen)
     # another sentence, one the real model has read if there is one (its real heads come next)
     other = page.evaluate("""() => {
-      const d = JSON.parse(document.getElementById("spotlight-data").textContent), read = d.real?.sentence_ids || [];
+      const d = JSON.parse(document.getElementById("lab-data").textContent), read = d.real?.sentence_ids || [];
       const ids = d.sentences.map(s => s.id).filter(id => id !== d.default.sentence);
       return ids.find(id => read.includes(id)) || ids[0];
     }""")

@@ -19,32 +19,25 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import partial
 from html import unescape
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from generator.attention.widget import check_claims, compute_widget, top_keys
-from generator.content import load_content_partial
+from generator.content import lab_folders, load_content_partial
 from generator.errors import BuildError, ContentError, Diagnostic, display_path
-from generator.model import Content
-from generator.realmodel import compute_real
+from generator.kinds import Computed, get_kind
+from generator.markdown_render import slugify
+from generator.model import Content, Lab
 from generator.render import Renderer, Theme
 
 log = logging.getLogger(__name__)
 
 MARKER = ".labs-build"  # marks a folder as ours, so a rebuild may replace it
 MARKER_TEXT = b"Built by Attention Labs (labs build). This folder is replaced by every build.\n"
-
-
-def source_date() -> str:
-    """ISO date from SOURCE_DATE_EPOCH for reproducible builds, or "" (no timestamps at all)."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
-    if not epoch.isdigit():
-        return ""
-    return datetime.fromtimestamp(int(epoch), tz=UTC).strftime("%Y-%m-%d")
 
 
 @dataclass(frozen=True)
@@ -56,54 +49,26 @@ class BuildResult:
     output: Path | None
 
 
-def compute_lab(lab, model_dir: Path | None = None) -> tuple[dict, list[Diagnostic], list[str]]:
-    """Run the attention core for one lab: its spotlight payload, the problems found by checking
-    its claims and quiz answer keys against the computed weights, and notes for the author."""
-    payload = compute_widget(lab.widget)
-    problems = check_claims(lab.widget, payload) + _check_word_questions(lab, payload)
-    notes: list[str] = []
-    if lab.model is not None:
-        try:
-            payload["real"], notes = compute_real(lab.model, lab.widget, model_dir)
-        except ContentError as exc:
-            problems.extend(exc.diagnostics)
-    return payload, problems, notes
+def compute_lab(lab: Lab, options: Mapping[str, Any] | None = None) -> Computed:
+    """Compute one lab with its kind: its payload, the problems found by checking its claims
+    and its questions of the kind's own types against the numbers, and notes for the author."""
+    return get_kind(lab.kind).compute(lab, dict(options or {}))
 
 
-def compute(content: Content, model_dir: Path | None = None,
-            report: Callable[[str], None] = lambda _: None, map_labs: Callable = map) -> dict[str, dict]:
+def compute(content: Content, options: Mapping[str, Any] | None = None,
+            report: Callable[[str], None] = lambda _: None, map_labs: Callable = map) -> dict[str, Any]:
     """Compute every lab (see :func:`compute_lab`); returns each lab's payload by slug, or raises
     one ContentError with every lab's problems."""
-    payloads: dict[str, dict] = {}
+    payloads: dict[str, Any] = {}
     problems: list[Diagnostic] = []
-    for lab, (payload, lab_problems, notes) in zip(content.labs, map_labs(partial(compute_lab, model_dir=model_dir),
-                                                                          content.labs)):
-        payloads[lab.slug] = payload
-        problems.extend(lab_problems)
-        for note in notes:
+    for lab, computed in zip(content.labs, map_labs(partial(compute_lab, options=options), content.labs)):
+        payloads[lab.slug] = computed.payload
+        problems.extend(computed.problems)
+        for note in computed.notes:
             report(f"note: {note}")
     if problems:
         raise ContentError(problems)
     return payloads
-
-
-def _check_word_questions(lab, payload) -> list[Diagnostic]:
-    problems = []
-    for q in lab.quiz.questions:
-        if q.kind != "word":
-            continue
-        top = top_keys(payload, q.sentence_id, q.head_id, q.query_index, k=1)[0]
-        answer = next(i for i, o in enumerate(q.options) if o.correct)
-        if top != answer:
-            sentence = next(s for s in payload["sentences"] if s["id"] == q.sentence_id)
-            row = sentence["heads"][q.head_id]["pct"][q.query_index]
-            word = sentence["queries"][q.query_index]
-            path, line, column = q.answer_at
-            problems.append(Diagnostic(
-                path, line, column,
-                f"answer key {q.options[answer].text!r} is wrong: in head {q.head_id!r}, {word!r} attends most to "
-                f"{sentence['keys'][top]!r} ({row[top]}%), not {q.options[answer].text!r} ({row[answer]}%)"))
-    return problems
 
 
 _ID_RE = re.compile(r'\sid="([^"]+)"')
@@ -133,16 +98,9 @@ def _id_problem(content: Content, page: str, element_id: str) -> Diagnostic:
             for i, line in enumerate(f.read_text(encoding="utf-8").splitlines()):
                 stripped = line.strip().lstrip("- ")
                 heading = line.lstrip("#").strip() if line.startswith("#") else None
-                if stripped == f"id: {element_id}" or (heading is not None and _slug(heading) == element_id):
+                if stripped == f"id: {element_id}" or (heading is not None and slugify(heading) == element_id):
                     return Diagnostic(display_path(f), i + 1, len(line) - len(line.lstrip()) + 1, message, line)
     return Diagnostic(f"theme/templates (page {page})", 1, 1, message)
-
-
-def _slug(text: str) -> str:
-    """The id Markdown gives a heading (see markdown_render._slugify)."""
-    from generator.markdown_render import _slugify
-
-    return _slugify(text, "-")
 
 
 def page_link_problems(path: str, hrefs: list[str] | tuple[str, ...], files: dict[str, bytes],
@@ -224,8 +182,7 @@ PARALLEL_MIN_LABS = 16
 def lab_pool(content_dir: Path):
     """``map`` over labs: in worker processes for a large site on a machine with several cores,
     else in this process. Results come back in order, so the output is the same either way."""
-    labs_dir = Path(content_dir) / "labs"
-    n_labs = sum(1 for p in labs_dir.iterdir() if p.is_dir()) if labs_dir.is_dir() else 0
+    n_labs = len(lab_folders(Path(content_dir)))
     workers = min(os.cpu_count() or 1, 8)
     if workers < 2 or n_labs < PARALLEL_MIN_LABS or os.environ.get("LABS_SERIAL"):
         yield map
@@ -235,9 +192,9 @@ def lab_pool(content_dir: Path):
         yield lambda fn, items: pool.map(fn, items, chunksize=max(1, n_labs // (workers * 4)))
 
 
-def build_files(content_dir: Path, theme_dir: Path, base_url: str | None = None,
+def build_files(content_dir: Path, theme_dir: Path | None = None, base_url: str | None = None,
                 report: Callable[[str], None] = lambda _: None,
-                model_dir: Path | None = None) -> tuple[dict[str, bytes], Content]:
+                options: Mapping[str, Any] | None = None) -> tuple[dict[str, bytes], Content]:
     """Everything a build writes, in memory. Raises ContentError/BuildError on any problem."""
     # A build allocates millions of small objects and frees them by reference counting; the
     # cyclic collector would only re-scan the growing site again and again (a fifth of the
@@ -245,14 +202,14 @@ def build_files(content_dir: Path, theme_dir: Path, base_url: str | None = None,
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _build_files(content_dir, theme_dir, base_url, report, model_dir)
+        return _build_files(content_dir, theme_dir, base_url, report, options)
     finally:
         if collecting:
             gc.enable()
 
 
-def _build_files(content_dir: Path, theme_dir: Path, base_url: str | None,
-                 report: Callable[[str], None], model_dir: Path | None) -> tuple[dict[str, bytes], Content]:
+def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None,
+                 report: Callable[[str], None], options: Mapping[str, Any] | None) -> tuple[dict[str, bytes], Content]:
     started = time.perf_counter()
     with lab_pool(content_dir) as map_labs:
         content, problems = load_content_partial(content_dir, map_labs)
@@ -261,15 +218,17 @@ def _build_files(content_dir: Path, theme_dir: Path, base_url: str | None,
                    f"{display_path(content_dir)}/ ({time.perf_counter() - started:.2f} s)")
         t = time.perf_counter()
         try:  # the labs that loaded are computed even when others have mistakes: one run, every error
-            payloads = compute(content, model_dir, report, map_labs)
+            payloads = compute(content, options, report, map_labs)
         except ContentError as exc:
             problems += exc.diagnostics
         if problems:
             raise ContentError(problems)
-    report(f"computed attention for {sum(len(p['sentences']) for p in payloads.values())} sentences "
+    kinds = sorted({lab.kind for lab in content.labs})
+    by_kind = ", ".join(f"{sum(lab.kind == k for lab in content.labs)} {k}" for k in kinds)
+    report(f"computed {len(content.labs)} lab{'s' * (len(content.labs) != 1)}: {by_kind} "
            f"({time.perf_counter() - t:.2f} s)")
     t = time.perf_counter()
-    renderer = Renderer(content, Theme(theme_dir), payloads, base_url)
+    renderer = Renderer(content, Theme(theme_dir, kinds_of(content)), payloads, base_url)
     files = renderer.render_all()
     check_links(files, content)
     files[MARKER] = MARKER_TEXT
@@ -277,9 +236,16 @@ def _build_files(content_dir: Path, theme_dir: Path, base_url: str | None,
     return files, content
 
 
-def guard_output(output: Path, content_dir: Path, theme_dir: Path) -> None:
+def kinds_of(content: Content):
+    """The kinds of the site's labs, each once."""
+    return [get_kind(name) for name in sorted({lab.kind for lab in content.labs})]
+
+
+def guard_output(output: Path, content_dir: Path, theme_dir: Path | None) -> None:
     out = output.resolve()
     for name, folder in (("content", content_dir), ("theme", theme_dir)):
+        if folder is None:
+            continue
         f = folder.resolve()
         if out == f or out.is_relative_to(f) or f.is_relative_to(out):
             raise BuildError(f"the output folder must not contain or be inside the {name} folder "
@@ -324,23 +290,26 @@ def write_site(files: dict[str, bytes], output: Path) -> None:
         raise
 
 
-def build(content_dir: Path, theme_dir: Path, output: Path, base_url: str | None = None,
-          report: Callable[[str], None] = lambda _: None, model_dir: Path | None = None) -> BuildResult:
-    """Build the site from ``content_dir`` with ``theme_dir`` into ``output``, atomically."""
+def build(content_dir: Path, theme_dir: Path | None, output: Path, base_url: str | None = None,
+          report: Callable[[str], None] = lambda _: None, options: Mapping[str, Any] | None = None) -> BuildResult:
+    """Build the site from ``content_dir`` into ``output``, atomically, with the default theme
+    under ``theme_dir`` (a custom folder that overrides it file by file; None: none)."""
     started = time.perf_counter()
-    content_dir, theme_dir, output = Path(content_dir), Path(theme_dir), Path(output)
-    if not theme_dir.is_dir():
+    content_dir, output = Path(content_dir), Path(output)
+    theme_dir = Path(theme_dir) if theme_dir is not None else None
+    if theme_dir is not None and not theme_dir.is_dir():
         raise BuildError("theme folder not found", display_path(theme_dir))
     guard_output(output, content_dir, theme_dir)
-    files, content = build_files(content_dir, theme_dir, base_url, report, model_dir)
+    files, content = build_files(content_dir, theme_dir, base_url, report, options)
     write_site(files, output)
     pages = sum(p.endswith(".html") for p in files)
     return BuildResult(files, content, pages, time.perf_counter() - started, output)
 
 
-def check(content_dir: Path, theme_dir: Path, report: Callable[[str], None] = lambda _: None,
-          model_dir: Path | None = None) -> BuildResult:
+def check(content_dir: Path, theme_dir: Path | None, report: Callable[[str], None] = lambda _: None,
+          options: Mapping[str, Any] | None = None) -> BuildResult:
     """Everything a build does except writing: validation, computation, claims, links."""
     started = time.perf_counter()
-    files, content = build_files(Path(content_dir), Path(theme_dir), None, report, model_dir)
+    files, content = build_files(Path(content_dir), Path(theme_dir) if theme_dir is not None else None, None,
+                                 report, options)
     return BuildResult(files, content, sum(p.endswith(".html") for p in files), time.perf_counter() - started, None)

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from generator import __version__
-from generator.errors import ContentError, SiteError, display_path
+from generator.errors import BuildError, ContentError, SiteError, display_path
+from generator.kinds import all_kinds
 
 
 def _out(message: str) -> None:
@@ -23,10 +24,24 @@ def _err(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _kind_options(args: argparse.Namespace) -> dict:
+    """The values of the options that lab kinds added to build/check/serve, by ``dest``."""
+    return {dest: getattr(args, dest) for dest in getattr(args, "kind_options", ())}
+
+
+def _theme(args: argparse.Namespace) -> Path | None:
+    """``--theme DIR``, else ``theme/`` when there is one (it overrides the default theme file by
+    file, as MkDocs' ``custom_dir``), else None: the default theme alone."""
+    if args.theme is not None:
+        return args.theme
+    return Path("theme") if Path("theme").is_dir() else None
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     from generator.build import build
 
-    result = build(args.content, args.theme, args.output, base_url=args.base_url, report=_out, model_dir=args.model)
+    result = build(args.content, _theme(args), args.output, base_url=args.base_url, report=_out,
+                   options=_kind_options(args))
     n_labs = len(result.content.labs)
     _out(f"built {result.pages} pages, {n_labs} lab{'s' * (n_labs != 1)} in {result.seconds:.2f} s → "
          f"{display_path(args.output)}/")
@@ -36,7 +51,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from generator.build import check
 
-    result = check(args.content, args.theme, report=_out, model_dir=args.model)
+    result = check(args.content, _theme(args), report=_out, options=_kind_options(args))
     n_labs = len(result.content.labs)
     _out(f"ok: {n_labs} lab{'s' * (n_labs != 1)}, {result.pages} pages checked in {result.seconds:.2f} s — no errors")
     return 0
@@ -45,23 +60,31 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_new(args: argparse.Namespace) -> int:
     from generator.scaffold import new_lab
 
-    folder = new_lab(args.content, args.slug, title=args.title, topic=args.topic)
+    folder = new_lab(args.content, args.slug, title=args.title, topic=args.topic, kind=args.kind)
     _out(f"created {display_path(folder)}/ — edit its files, then run `labs build`")
+    return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from generator.scaffold import init_site
+
+    made = init_site(args.directory, title=args.title)
+    _out(f"created a site in {display_path(args.directory)}/ with {len(made)} example lab"
+         f"{'s' * (len(made) != 1)} ({', '.join(made)}). Next: cd {display_path(args.directory)} && labs build")
+    return 0
+
+
+def cmd_kinds(args: argparse.Namespace) -> int:
+    for kind in all_kinds():
+        _out(f"{kind.name:<12} {kind.description}")
     return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from generator.serve import serve
 
-    return serve(content=args.content, theme=args.theme, output=args.output, host=args.host, port=args.port,
-                 open_browser=args.open, report=_out, warn=_err, model_dir=args.model)
-
-
-def cmd_attention(args: argparse.Namespace) -> int:
-    from generator.attention.realheads import inspect_attention
-
-    _out(inspect_attention(args.model, args.sentence, layer=args.layer, head=args.head, as_json=args.json))
-    return 0
+    return serve(content=args.content, theme=_theme(args), output=args.output, host=args.host, port=args.port,
+                 open_browser=args.open, report=_out, warn=_err, options=_kind_options(args))
 
 
 def _base_url(value: str) -> str:
@@ -71,20 +94,15 @@ def _base_url(value: str) -> str:
     return value
 
 
-def cmd_heads(args: argparse.Namespace) -> int:
-    from generator.content import load_content
-    from generator.realmodel import model_sentences, refresh
-
-    content = load_content(args.content)
-    labs = [lab for lab in content.labs if lab.model is not None and (not args.lab or lab.slug in args.lab)]
-    if not labs:
-        _out("no lab has a 'model:' section; nothing to do")
-    for lab in labs:
-        computed, path = refresh(lab.model, lab.widget, args.model)
-        total = len(model_sentences(lab.widget))
-        _out(f"{display_path(path)}: {len(computed)} of {total} sentence{'s' * (total != 1)} computed, "
-             f"the rest already cached")
-    return 0
+def _port(value: str) -> int:
+    """A TCP port, 0–65535 (0: any free one); anything else is a usage error."""
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: use 1-65535, or 0 for any free port")
+    return port
 
 
 def parser() -> argparse.ArgumentParser:
@@ -94,19 +112,22 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    kinds = all_kinds()
 
     def content_opt(sp):
         sp.add_argument("--content", type=Path, default=Path("content"), metavar="DIR",
                         help="content folder (default: content/)")
 
-    def model_opt(sp, required=False):
-        sp.add_argument("--model", type=Path, default=None, metavar="DIR", required=required,
-                        help="local BERT-family checkpoint folder for labs with real model heads "
-                             "(default: the lab's model.checkpoint, else its committed cache)")
-
     def theme_opt(sp):
-        sp.add_argument("--theme", type=Path, default=Path("theme"), metavar="DIR",
-                        help="theme folder with templates/ and static/ (default: theme/)")
+        sp.add_argument("--theme", type=Path, default=None, metavar="DIR",
+                        help="a theme folder (templates/, static/, kinds/) whose files override the default "
+                             "theme's, file by file (default: theme/ if there is one)")
+
+    def kind_opts(sp):
+        group = sp.add_argument_group("options of lab kinds")
+        for kind in kinds:
+            kind.add_build_arguments(group)
+        sp.set_defaults(kind_options=tuple(action.dest for action in group._group_actions))
 
     b = sub.add_parser("build", help="build the site", description="Build the site into a folder, atomically: "
                        "a failed build leaves the previous output untouched.")
@@ -116,7 +137,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--base-url", metavar="URL", default=None, type=_base_url,
                    help="absolute URL the site will live at, for canonical links and the sitemap "
                         "(default: base_url in site.yaml)")
-    model_opt(b)
+    kind_opts(b)
     b.set_defaults(func=cmd_build)
 
     c = sub.add_parser("check", help="validate content without writing anything",
@@ -124,16 +145,30 @@ def parser() -> argparse.ArgumentParser:
                                    "internal links and anchors. Writes nothing.")
     content_opt(c)
     theme_opt(c)
-    model_opt(c)
+    kind_opts(c)
     c.set_defaults(func=cmd_check)
+
+    i = sub.add_parser("init", help="start a new site in a folder",
+                       description="Create DIR/ with content/site.yaml, one topic and one example lab of each "
+                                   "built-in lab kind, ready for `labs build`. Never overwrites.")
+    i.add_argument("directory", type=Path, metavar="DIR", help="the new site's folder (new, or empty)")
+    i.add_argument("--title", metavar="TEXT", default=None, help="the site's title (default: from the folder name)")
+    i.set_defaults(func=cmd_init)
 
     n = sub.add_parser("new", help="scaffold a new lab", description="Create content/labs/SLUG/ with every file a "
                        "lab needs, valid and building out of the box. Never overwrites.")
     n.add_argument("slug", metavar="SLUG", help="folder name: lower-case letters, digits and dashes")
+    n.add_argument("--kind", metavar="KIND", default=None, choices=[k.name for k in kinds],
+                   help="the lab's kind: " + ", ".join(k.name for k in kinds)
+                        + (" (default: attention)" if any(k.name == "attention" for k in kinds) else ""))
     n.add_argument("--title", metavar="TEXT", default=None, help="the lab's title (default: from the slug)")
     n.add_argument("--topic", metavar="SLUG", default=None, help="topic slug (default: the first topic in site.yaml)")
     content_opt(n)
     n.set_defaults(func=cmd_new)
+
+    k = sub.add_parser("kinds", help="list the installed lab kinds",
+                       description="List the lab kinds found through the attention_labs.kinds entry points.")
+    k.set_defaults(func=cmd_kinds)
 
     s = sub.add_parser("serve", help="build, serve on localhost, rebuild and reload on change",
                        description="Build the site, serve it, watch content/ and theme/, rebuild on every change "
@@ -142,34 +177,22 @@ def parser() -> argparse.ArgumentParser:
     theme_opt(s)
     s.add_argument("--output", type=Path, default=Path("site"), metavar="DIR", help="output folder (default: site/)")
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
-    s.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one)")
+    s.add_argument("--port", type=_port, default=8000, help="port (default: 8000; 0 picks a free one)")
     s.add_argument("--open", action="store_true", help="open the site in a web browser")
-    model_opt(s)
+    kind_opts(s)
     s.set_defaults(func=cmd_serve)
 
-    h = sub.add_parser("heads", help="compute real model heads into each lab's cache file",
-                       description="Run the checkpoint over every sentence of each lab with a 'model:' section and "
-                                   "store the attention in the lab's cache file, so builds need no checkpoint. "
-                                   "This is the one command that writes into content/.")
-    content_opt(h)
-    model_opt(h)
-    h.add_argument("--lab", action="append", metavar="SLUG", help="only this lab (repeatable)")
-    h.set_defaults(func=cmd_heads)
-
-    a = sub.add_parser("attention", help="print a pretrained model's attention for a sentence",
-                       description="Run a BERT-family checkpoint from a local folder (config.json, model.safetensors, "
-                                   "vocab.txt) through our NumPy forward pass and print its attention.")
-    a.add_argument("sentence", metavar="SENTENCE")
-    a.add_argument("--model", type=Path, required=True, metavar="DIR", help="local checkpoint folder")
-    a.add_argument("--layer", type=int, default=None, metavar="L", help="layer, counted from 0")
-    a.add_argument("--head", type=int, default=None, metavar="H", help="head, counted from 0")
-    a.add_argument("--json", action="store_true", help='print {"tokens": [...], "attentions": [layers][heads][n][n]}')
-    a.set_defaults(func=cmd_attention)
+    for kind in kinds:
+        kind.add_commands(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)  # exits 2 on usage errors
+    try:
+        args = parser().parse_args(argv)  # exits 2 on usage errors
+    except SiteError as exc:  # a lab kind that cannot be loaded
+        _err(str(exc))
+        return 1
     try:
         return args.func(args)
     except ContentError as exc:

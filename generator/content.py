@@ -22,20 +22,18 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from generator.attention.widget import WidgetSpec, read_widget, read_word
-from generator.errors import ContentError, Diagnostic, Diagnostics, did_you_mean, display_path
-from generator.markdown_render import RenderedMarkdown, render_markdown
-from generator.realmodel import read_model
-from generator.model import Card, Content, FaqItem, Lab, LegendItem, Option, Question, Quiz, Section, Site, Topic
+from generator.errors import ContentError, Diagnostic, Diagnostics, SiteError, did_you_mean, display_path
+from generator.kinds import LabKind, get_kind, kind_names
+from generator.markdown_render import RenderedMarkdown, render_markdown, slugify
+from generator.model import (Card, Content, FaqItem, Lab, LegendItem, Option, Question, Quiz, Section, Site, Topic,
+                             quiz_storage_key)
 from generator.source import Reader, YamlDoc, load_yaml, read_text
 
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 LAB_FILES = ("lab.yaml", "faq.yaml", "quiz.yaml")
-QUESTION_KINDS = ("single", "multiple", "word")
-
-
-def slugify(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "item"
+QUESTION_KINDS = ("single", "multiple")  # every lab has these; a lab kind may add its own
+LAB_KEYS = ("number", "title", "tagline", "topic", "summary", "gist")  # required of every lab
+LAB_OPTIONAL_KEYS = ("subtitle", "legend", "sections", "cards")
 
 
 class _Loader:
@@ -170,8 +168,11 @@ class _Loader:
         if doc is None:
             return None
         r = Reader(doc, self.diags)
-        if r.mapping((), required=("number", "title", "tagline", "topic", "summary", "gist", "widget"),
-                     optional=("subtitle", "legend", "sections", "cards", "model")) is None:
+        kind = self.kind(r)
+        if kind is None:
+            return None
+        if r.mapping((), required=("kind",) + LAB_KEYS + kind.required,
+                     optional=LAB_OPTIONAL_KEYS + tuple(k for k in kind.keys if k not in kind.required)) is None:
             return None
         number = r.integer(("number",), minimum=0)
         lab_title = r.string(("title",), multiline=False)
@@ -207,12 +208,14 @@ class _Loader:
             body = self.inline_markdown(r, ("cards", i, "body"), links)
             if title and body:
                 cards.append(Card(title, icon, body.html))
-        widget = read_widget(r, ("widget",))
-        model = read_model(r, ("model",), widget, folder) if "model" in (r.value(()) or {}) else None
+        before_spec = len(self.diags.items)
+        spec = kind.read(r, folder)
+        if spec is None and len(self.diags.items) == before_spec:  # a kind must say what is wrong
+            r.error(("kind",), f"lab kind {kind.name!r} could not read this lab and gave no reason")
         faq = self.faq(folder / "faq.yaml", links)
-        quiz = self.quiz(folder / "quiz.yaml", slug, widget, links)
+        quiz = self.quiz(folder / "quiz.yaml", slug, kind, spec, links)
         if (len(self.diags.items) > before or number is None or lab_title is None or tagline is None
-                or summary is None or topic is None or gist is None or widget is None or faq is None or quiz is None):
+                or summary is None or topic is None or gist is None or spec is None or faq is None or quiz is None):
             return None
         return Lab(
             slug=slug,
@@ -228,9 +231,9 @@ class _Loader:
             cards=tuple(cards),
             faq=faq,
             quiz=quiz,
-            widget=widget,
+            kind=kind.name,
+            spec=spec,
             source_dir=folder,
-            model=model,
             number_at=(doc.path, *doc.position(("number",))),
         )
 
@@ -247,6 +250,26 @@ class _Loader:
         if rendered is None or kicker is None:
             return None
         return Section(section_id, kicker, title, rendered[0].html, rendered[1])
+
+    def kind(self, r: Reader) -> LabKind | None:
+        """The lab kind named by ``kind:`` (reported at that line when unknown)."""
+        root = r.value(())
+        if not isinstance(root, dict) or "kind" not in root:
+            r.mapping((), required=("kind",), optional=tuple(root) if isinstance(root, dict) else ())
+            return None
+        name = r.string(("kind",), multiline=False)
+        if name is None:
+            return None
+        known = kind_names()
+        if name not in known:
+            r.error(("kind",), f"unknown lab kind {name!r}{did_you_mean(name, known)}; "
+                    f"the installed kinds are: {', '.join(known) or 'none'}")
+            return None
+        try:
+            return get_kind(name)
+        except SiteError as exc:
+            r.error(("kind",), str(exc))
+            return None
 
     def reader(self, path: Path) -> Reader | None:
         """A Reader for an optional YAML file; None if it is missing (reported by the caller) or unreadable."""
@@ -276,7 +299,7 @@ class _Loader:
                 items.append(FaqItem(item_id, question, answer.html, answer.text))
         return tuple(items)
 
-    def quiz(self, path: Path, slug: str, widget: WidgetSpec | None, links) -> Quiz | None:
+    def quiz(self, path: Path, slug: str, kind: LabKind, spec, links) -> Quiz | None:
         r = self.reader(path)
         if r is None:
             return None
@@ -284,7 +307,7 @@ class _Loader:
             return None
         questions, ids = [], set()
         for i, _ in enumerate(r.sequence(("questions",)) or []):
-            q = self.question(r, ("questions", i), i, widget, links)
+            q = self.question(r, ("questions", i), i, kind, spec, links)
             if q is None:
                 continue
             if q.id in ids:
@@ -293,31 +316,33 @@ class _Loader:
             ids.add(q.id)
             questions.append(q)
         digest = hashlib.sha256(r.doc.text.encode()).hexdigest()[:10]
-        return Quiz(tuple(questions), f"attention-labs:quiz:{slug}:{digest}")
+        return Quiz(tuple(questions), quiz_storage_key(slug, digest))
 
-    def question(self, r: Reader, where: tuple, index: int, widget: WidgetSpec | None, links) -> Question | None:
+    def question(self, r: Reader, where: tuple, index: int, lab_kind: LabKind, spec, links) -> Question | None:
+        types = QUESTION_KINDS + tuple(lab_kind.question_types)
         value = r.value(where)
         kind = value.get("type") if isinstance(value, dict) else None
         if isinstance(value, dict) and "type" in value:
             written = r.string(where + ("type",), multiline=False)
-            if written is not None and written not in QUESTION_KINDS:  # which keys belong depends on the type
-                r.error(where + ("type",), f"unknown question type {written!r}{did_you_mean(written, QUESTION_KINDS)}; "
-                        f"use one of: {', '.join(QUESTION_KINDS)}")
+            if written is not None and written not in types:  # which keys belong depends on the type
+                r.error(where + ("type",), f"unknown question type {written!r}{did_you_mean(written, types)}; "
+                        f"labs of kind {lab_kind.name!r} have: {', '.join(types)}")
                 return None
             if written is None:
                 return None
         common = ("type", "prompt")
-        if kind == "word":
-            m = r.mapping(where, required=common + ("sentence", "query", "answer"), optional=("id", "head", "explanation"))
+        if kind in lab_kind.question_types:
+            own_required, own_optional = lab_kind.question_keys.get(kind, ((), ()))
+            m = r.mapping(where, required=common + tuple(own_required), optional=("id", "explanation") + tuple(own_optional))
         else:
             m = r.mapping(where, required=common + ("options",), optional=("id", "explanation"))
         if m is None:
             return None
         kind = r.string(where + ("type",), multiline=False)
-        if kind not in QUESTION_KINDS:
+        if kind not in types:
             if kind is not None:
-                r.error(where + ("type",), f"unknown question type {kind!r}{did_you_mean(kind, QUESTION_KINDS)}; "
-                        f"use one of: {', '.join(QUESTION_KINDS)}")
+                r.error(where + ("type",), f"unknown question type {kind!r}{did_you_mean(kind, types)}; "
+                        f"labs of kind {lab_kind.name!r} have: {', '.join(types)}")
             return None
         qid = r.string(where + ("id",), required=False, multiline=False) or f"q{index + 1}"
         if not SLUG_RE.match(qid):
@@ -327,8 +352,14 @@ class _Loader:
         if prompt is None:
             return None
         explanation_html = explanation.html if explanation else ""
-        if kind == "word":
-            return self.word_question(r, where, qid, prompt, explanation_html, widget)
+        if kind in lab_kind.question_types:
+            if spec is None:  # lab.yaml has mistakes (reported there); the kind cannot check this
+                return None
+            own = lab_kind.read_question(r, where, kind, qid, spec)
+            if own is None:
+                return None
+            return Question(qid, kind, prompt.html, prompt.text, tuple(own.options), explanation_html,
+                            data=own.data, match=own.match)
         options = []
         unreadable = False  # an option with a mistake of its own: its count errors would only echo it
         for j, _ in enumerate(r.sequence(where + ("options",)) or []):
@@ -363,37 +394,6 @@ class _Loader:
             if texts.count(o.text) > 1 and texts.index(o.text) != j:
                 r.error(where + ("options", j, "text"), f"duplicate option {o.text!r}")
         return Question(qid, kind, prompt.html, prompt.text, tuple(options), explanation_html)
-
-    def word_question(self, r: Reader, where: tuple, qid: str, prompt: RenderedMarkdown, explanation_html: str,
-                      widget: WidgetSpec | None) -> Question | None:
-        if widget is None:
-            return None
-        sentence_id = r.string(where + ("sentence",), multiline=False)
-        sentence = widget.sentence(sentence_id) if sentence_id else None
-        if sentence_id and sentence is None:
-            ids = [s.id for s in widget.sentences]
-            r.error(where + ("sentence",), f"unknown sentence {sentence_id!r}{did_you_mean(sentence_id, ids)}; "
-                    f"sentences are declared under 'widget' in lab.yaml")
-            return None
-        head = r.string(where + ("head",), required=False, multiline=False) or widget.default_head
-        if head not in widget.head_ids:
-            r.error(where + ("head",), f"unknown head {head!r}{did_you_mean(head, widget.head_ids)}")
-            return None
-        if sentence is None:
-            return None
-        query = r.string(where + ("query",), multiline=False)
-        answer = r.string(where + ("answer",), multiline=False)
-        query_index = read_word(r, where + ("query",), query, sentence.queries) if query else None
-        answer_index = read_word(r, where + ("answer",), answer, sentence.keys) if answer else None
-        if query_index is None or answer_index is None:
-            return None
-        options = tuple(
-            Option(f"{qid}-w{j}", word, word, j == answer_index, "") for j, word in enumerate(sentence.keys)
-        )
-        line, column = r.doc.position(where + ("answer",))
-        return Question(qid, "word", prompt.html, prompt.text, options, explanation_html,
-                        sentence_id=sentence.id, head_id=head, query_index=query_index,
-                        answer_at=(r.doc.path, line, column))
 
 
 def _unwrap_p(html: str) -> str:
@@ -462,7 +462,8 @@ def load_site(root: Path) -> SiteSource:
     usable site at all; other problems are returned with it, to be reported with the labs'."""
     root = Path(root)
     if not root.is_dir():
-        raise ContentError([Diagnostic(display_path(root), 1, 1, "content folder not found")])
+        raise ContentError([Diagnostic(display_path(root), 1, 1,
+                                       "content folder not found (run `labs init DIR` to start a site)")])
     loader = _Loader(root)
     site, site_doc = loader.site()
     if site is None:

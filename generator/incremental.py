@@ -10,10 +10,10 @@ load     ``site.yaml`` is read again when it or the list of lab folders changed.
          with a SHA-256 of every file in its folder, the topic slugs it was validated against
          and the answer to every ``lab:``/``topic:`` link check it made; it is read again only
          when one of those changed.
-compute  ``compute_lab`` (the NumPy precomputation, the claim and answer-key checks, the real
-         model heads) is cached by a hash of what it reads: the widget spec, the word
-         questions, the model spec and the bytes of the model's cache file. Prose, FAQ and
-         ordinary quiz edits never recompute.
+compute  ``compute_lab`` (the lab kind's NumPy precomputation and its checks) is cached by a
+         hash of what it reads, as its kind declares (``LabKind.compute_inputs``: the kind's
+         spec, its own quiz questions, the options, and the bytes of any file it reads).
+         Prose, FAQ and ordinary quiz edits never recompute.
 render   when the site settings, the list of labs or the theme changed, every page is rendered
          again (``Renderer.render_all``); otherwise only the pages of the labs whose content or
          payload changed, their neighbours (prev/next), their topic pages and the index.
@@ -29,12 +29,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import pickle
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from generator import build as pipeline
 from generator.content import (
@@ -46,8 +46,9 @@ from generator.content import (
     load_site,
 )
 from generator.errors import BuildError, ContentError, Diagnostic, display_path
+from generator.kinds import get_kind
 from generator.model import Content, Lab
-from generator.render import Renderer, Theme
+from generator.render import Renderer, Theme, source_date
 
 log = logging.getLogger(__name__)
 
@@ -138,19 +139,12 @@ def _load_recording(source: SiteSource, slug: str) -> tuple[Lab | None, tuple[Di
     return lab, diagnostics, recording.asked
 
 
-def _compute_key(lab: Lab, model_dir: Path | None) -> str:
-    """A content hash of everything :func:`generator.build.compute_lab` reads for ``lab``.
-
-    That is the widget spec (positions included: claim errors point into lab.yaml), the word
-    questions (their answer keys are checked against the weights), the model spec and its
-    cache file's bytes. A checkpoint folder's contents are not hashed (gigabytes; serve
-    never passes one, and a lab's own checkpoint only fills sentences its cache lacks).
-    """
-    words = tuple(q for q in lab.quiz.questions if q.kind == "word")
-    h = hashlib.sha256(pickle.dumps((lab.widget, words, lab.model, str(model_dir)), pickle.HIGHEST_PROTOCOL))
-    cache = getattr(lab.model, "cache", None)
-    if cache is not None:
-        h.update(_digest([("cache", Path(cache))]).encode())
+def _compute_key(lab: Lab, options: Mapping[str, Any]) -> str:
+    """A content hash of everything :func:`generator.build.compute_lab` reads for ``lab``, as
+    its kind declares it (:meth:`generator.kinds.LabKind.compute_inputs`)."""
+    data, files = get_kind(lab.kind).compute_inputs(lab, options)
+    h = hashlib.sha256(lab.kind.encode() + b"\0" + data)
+    h.update(_digest([(str(i), Path(f)) for i, f in enumerate(files)]).encode())
     return h.hexdigest()
 
 
@@ -163,15 +157,15 @@ class SiteBuilder:
     # Computed payloads kept beyond those in use, so undoing an edit does not recompute.
     SPARE_PAYLOADS = 64
 
-    def __init__(self, content_dir: Path, theme_dir: Path, base_url: str | None = None,
-                 model_dir: Path | None = None, report: Callable[[str], None] = lambda _: None):
+    def __init__(self, content_dir: Path, theme_dir: Path | None, base_url: str | None = None,
+                 options: Mapping[str, Any] | None = None, report: Callable[[str], None] = lambda _: None):
         self.content_dir = Path(content_dir)
-        self.theme_dir = Path(theme_dir)
+        self.theme_dir = Path(theme_dir) if theme_dir is not None else None
         self.base_url = base_url
-        self.model_dir = model_dir
+        self.options = dict(options or {})
         self.report = report
         self._content_abs = self.content_dir.resolve()
-        self._theme_abs = self.theme_dir.resolve()
+        self._theme_abs = self.theme_dir.resolve() if self.theme_dir is not None else None
         self._source: SiteSource | None = None
         self._source_key: tuple = ()
         self._labs: dict[str, _LabEntry] = {}
@@ -193,7 +187,7 @@ class SiteBuilder:
         slugs: set[str] | None = set()
         for raw in changed:
             path = Path(os.path.abspath(raw))
-            if path.is_relative_to(self._theme_abs):
+            if self._theme_abs is not None and path.is_relative_to(self._theme_abs):
                 theme = True
                 continue
             if not path.is_relative_to(self._content_abs):
@@ -257,17 +251,17 @@ class SiteBuilder:
         labs = [(e, e.lab) for e in entries if e.lab is not None]  # assemble() has raised for the others
         fresh = [(e, lab) for e, lab in labs if e.payload is None]
         for entry, lab in fresh:
-            entry.compute_key = _compute_key(lab, self.model_dir)
+            entry.compute_key = _compute_key(lab, self.options)
         misses: dict[str, Lab] = {}
         for entry, lab in fresh:
             if entry.compute_key not in self._computed:
                 misses.setdefault(entry.compute_key, lab)  # identical labs compute once
-        compute = partial(pipeline.compute_lab, model_dir=self.model_dir)
+        compute = partial(pipeline.compute_lab, options=self.options)
         results = map_labs(compute, list(misses.values())) if misses else ()
-        for key, (payload, problems, notes) in zip(misses, results):
-            for note in notes:
+        for key, computed in zip(misses, results):
+            for note in computed.notes:
                 self.report(f"note: {note}")
-            self._computed[key] = (payload, tuple(problems))
+            self._computed[key] = (computed.payload, tuple(computed.problems))
         for entry, _ in fresh:
             hit = self._computed.pop(entry.compute_key)  # pop + store keeps the dict in recency order
             self._computed[entry.compute_key] = hit
@@ -284,15 +278,18 @@ class SiteBuilder:
         return payloads, {lab.slug: e.compute_key for e, lab in labs}, [lab.slug for lab in misses.values()]
 
     # -- render -----------------------------------------------------------------------
-    def _load_theme(self, rescan: bool) -> tuple[Theme, str]:
-        if self._theme is not None and self._theme_digest is not None and not rescan:
+    def _load_theme(self, rescan: bool, content: Content) -> tuple[Theme, str]:
+        kinds = pipeline.kinds_of(content)
+        names = tuple(k.name for k in kinds)
+        if (self._theme is not None and self._theme_digest is not None and not rescan
+                and tuple(k.name for k in self._theme.kinds) == names):
             return self._theme, self._theme_digest
-        if not self.theme_dir.is_dir():
+        if self.theme_dir is not None and not self.theme_dir.is_dir():
             raise BuildError("theme folder not found", display_path(self.theme_dir))
-        digest = _digest(_files_under(self.theme_dir))
+        theme = Theme(self.theme_dir, kinds)  # lists the files of every layer: default, kinds, custom
+        digest = _digest(sorted(theme.files.items()))
         if self._theme is None or digest != self._theme_digest:
             self._theme, self._theme_digest = None, None
-            theme = Theme(self.theme_dir)  # a fresh Jinja environment: no stale templates
             # This environment lives only as long as the theme's digest, so Jinja need not stat
             # every template file on every use (a listing page includes its card once per lab).
             theme.env.auto_reload = False
@@ -303,7 +300,7 @@ class SiteBuilder:
                 theme_digest: str) -> tuple[dict[str, bytes], list[str], int]:
         """All files, rendering again only pages whose inputs changed: (files, labs changed, pages rendered)."""
         labs = content.labs
-        key = (content.site, tuple(lab.slug for lab in labs), theme_digest, self.base_url, pipeline.source_date())
+        key = (content.site, tuple(lab.slug for lab in labs), theme_digest, self.base_url, source_date())
         renderer = Renderer(content, theme, payloads, self.base_url)
         previous = self._rendered
         self._rendered = None  # until this render completes
@@ -399,7 +396,7 @@ class SiteBuilder:
         site_touched, theme_touched, slugs_touched = self._classify(changed)
         content, entries = self._load(site_touched, slugs_touched, map_labs)
         payloads, keys, computed = self._compute(entries, map_labs)
-        theme, theme_digest = self._load_theme(theme_touched)
+        theme, theme_digest = self._load_theme(theme_touched, content)
         pages, labs_changed, rendered = self._render(content, payloads, keys, theme, theme_digest)
         self._check_links(pages, content)
         files = dict(pages)

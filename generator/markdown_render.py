@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import threading
+import unicodedata
 import xml.etree.ElementTree as etree
 from dataclasses import dataclass, field
 from typing import cast
@@ -191,9 +192,12 @@ class _Extension(Extension):
         md.treeprocessors.register(_Links(md, self.links), "collect_links", 0)
 
 
-def _slugify(value: str, separator: str) -> str:
-    value = re.sub(r"[^\w\s-]", "", value.lower()).strip()
-    return re.sub(r"[\s_-]+", separator, value)
+def slugify(value: str, separator: str = "-") -> str:
+    """The one slug of the project: a heading's id, a section's or FAQ item's default id.
+    Lower-case ASCII letters and digits joined by ``separator`` ("Why ÷√d?" → "why-d");
+    accents are dropped ("Régime" → "regime"); "item" when nothing is left."""
+    ascii_text = unicodedata.normalize("NFKD", value).encode("ascii", "ignore").decode().lower()
+    return re.sub(r"[^a-z0-9]+", separator, ascii_text).strip(separator) or "item"
 
 
 _local = threading.local()
@@ -210,7 +214,7 @@ def _converter() -> tuple[markdown.Markdown, _MathState, list[str]]:
             extension_configs={
                 "codehilite": {"css_class": "codehilite", "guess_lang": False, "use_pygments": True},
                 # Authors' "#" is the page's h2: the lab title is the only h1.
-                "toc": {"slugify": _slugify, "permalink": False, "baselevel": 2},
+                "toc": {"slugify": slugify, "permalink": False, "baselevel": 2},
             },
             output_format="html",
         )

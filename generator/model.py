@@ -12,6 +12,16 @@ from pathlib import Path
 from typing import Any
 
 
+# Everything the pages keep in a learner's browser lives under this localStorage namespace.
+STORAGE_NAMESPACE = "attention-labs"
+PROGRESS_STORAGE_KEY = f"{STORAGE_NAMESPACE}:v1"  # {"done": [lab slugs]}
+
+
+def quiz_storage_key(lab_slug: str, quiz_digest: str) -> str:
+    """A quiz's answers: versioned by its content, so an edited quiz starts afresh."""
+    return f"{STORAGE_NAMESPACE}:quiz:{lab_slug}:{quiz_digest}"
+
+
 @dataclass(frozen=True)
 class Topic:
     slug: str
@@ -72,11 +82,9 @@ class Option:
 
 @dataclass(frozen=True)
 class Question:
-    """One quiz question. ``kind`` is "single", "multiple" or "word".
-
-    For "word" questions the learner clicks a word of a spotlight sentence; ``options`` then
-    holds one option per word of that sentence (in order), exactly one of them correct.
-    """
+    """One quiz question. ``kind`` is its type: "single", "multiple" or one of the lab kind's
+    own question types (e.g. the attention kind's "word": click a word of a sentence), whose
+    options are read by the lab kind and whose ``data`` only that kind understands."""
 
     id: str
     kind: str
@@ -84,10 +92,8 @@ class Question:
     prompt_text: str
     options: tuple[Option, ...]
     explanation_html: str  # shown once answered, right or wrong
-    sentence_id: str = ""  # "word" questions only
-    head_id: str = ""
-    query_index: int = -1
-    answer_at: tuple[str, int, int] = ("", 0, 0)  # where the answer key is written, for errors
+    data: Any = None  # a lab kind's question type only: what the kind read
+    match: str = "all"  # "all": pick exactly the correct options; "any": one correct option is enough
 
 
 @dataclass(frozen=True)
@@ -111,9 +117,9 @@ class Lab:
     cards: tuple[Card, ...]
     faq: tuple[FaqItem, ...]
     quiz: Quiz
-    widget: Any  # generator.attention.widget.WidgetSpec
+    kind: str  # the lab kind's name (see generator.kinds)
+    spec: Any  # what the lab kind read from its keys of lab.yaml
     source_dir: Path = field(compare=False)
-    model: Any = None  # generator.realmodel.ModelSpec, when the lab shows a pretrained model's heads
     number_at: tuple[str, int, int] = field(default=("", 1, 1), compare=False)  # where `number:` is written
 
     @property

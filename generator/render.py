@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import posixpath
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlsplit
@@ -21,9 +24,33 @@ import rjsmin
 from markupsafe import Markup
 
 from generator.errors import BuildError, ContentError, Diagnostic, SiteError, display_path
-from generator.model import Content, Lab, Topic
+from generator.kinds import LabKind, get_kind
+from generator.model import PROGRESS_STORAGE_KEY, Content, Lab, Topic
 
-STORAGE_PREFIX = "attention-labs:v1"
+# The theme that ships inside the package (a non-editable install copies theme/ there), else
+# the one of a source checkout.
+_PACKAGED_THEME = Path(__file__).resolve().parent / "theme"
+_SOURCE_THEME = Path(__file__).resolve().parent.parent / "theme"
+KIND_PARTS = ("widget.html", "question.html")  # a kind's templates; its static/ is read apart
+
+
+def default_theme_dir() -> Path:
+    """The default theme's folder (``templates/`` and ``static/``)."""
+    for folder in (_PACKAGED_THEME, _SOURCE_THEME):
+        if (folder / "templates" / "base.html").is_file():
+            return folder
+    raise BuildError("the default theme is missing from this installation; reinstall attention-labs")
+
+
+def source_date() -> str:
+    """ISO date from SOURCE_DATE_EPOCH for reproducible builds, or "" (no timestamps at all)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if not epoch.isdigit():
+        return ""
+    try:
+        return datetime.fromtimestamp(int(epoch), tz=UTC).strftime("%Y-%m-%d")
+    except (OverflowError, OSError, ValueError):
+        raise BuildError(f"SOURCE_DATE_EPOCH={epoch} is not a date this machine can represent") from None
 
 _SCRIPT_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
 
@@ -59,15 +86,25 @@ class Page:
 
 
 class Theme:
-    """A theme folder: ``templates/`` for Jinja2 and ``static/`` for CSS, JS and files."""
+    """The theme a build uses: the default theme, the parts of the lab kinds in use, and an
+    optional custom folder laid over them file by file (MkDocs' ``custom_dir``).
 
-    def __init__(self, folder: Path):
-        self.folder = Path(folder)
-        templates = self.folder / "templates"
-        if not templates.is_dir():
-            raise BuildError("theme has no templates/ folder", display_path(self.folder))
+    Every file has a path in one tree: ``templates/…`` and ``static/…`` of the default theme,
+    ``kinds/<name>/widget.html``, ``kinds/<name>/question.html`` and ``kinds/<name>/static/…``
+    of each kind. A file at the same path in the custom folder replaces it; new files there
+    add to it (a ``static/css/50-mine.css`` joins the site's stylesheet).
+    """
+
+    def __init__(self, custom: Path | None = None, kinds: Iterable[LabKind] = (), base: Path | None = None):
+        self.custom = Path(custom) if custom is not None else None
+        self.base = Path(base) if base is not None else default_theme_dir()
+        if self.custom is not None and not self.custom.is_dir():
+            raise BuildError("theme folder not found", display_path(self.custom))
+        self.kinds = tuple(sorted(kinds, key=lambda k: k.name))
+        self.files = self._files()
+        self.folder = self.custom or self.base  # where template errors without a file are reported
         self.env = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(str(templates)),
+            loader=jinja2.FunctionLoader(self._load_template),
             autoescape=True,
             undefined=jinja2.StrictUndefined,
             trim_blocks=True,
@@ -75,29 +112,54 @@ class Theme:
             keep_trailing_newline=True,
         )
 
+    def _files(self) -> dict[str, Path]:
+        files: dict[str, Path] = {}
+        for kind in self.kinds:
+            for part in KIND_PARTS:
+                if (kind.folder / part).is_file():
+                    files[f"kinds/{kind.name}/{part}"] = kind.folder / part
+            files.update(_tree(kind.folder / "static", f"kinds/{kind.name}/static/"))
+        for top in ("templates", "static"):
+            files.update(_tree(self.base / top, f"{top}/"))
+        if self.custom is not None:
+            for top in ("templates", "static", "kinds"):
+                files.update(_tree(self.custom / top, f"{top}/"))
+        return dict(sorted(files.items()))
+
+    def _load_template(self, name: str):
+        rel = name if name.startswith("kinds/") else f"templates/{name}"
+        path = self.files.get(rel)
+        if path is None:
+            return None
+        text = path.read_text(encoding="utf-8")
+        return text, str(path), lambda: True
+
     def assets(self) -> dict[str, bytes]:
-        """Built assets by logical name: ``site.css`` and ``site.js`` (minified, concatenated in
-        file-name order) plus every other static file as it is."""
-        static = self.folder / "static"
+        """Built assets by logical name: ``site.css`` and ``site.js`` (``static/css``, ``static/js``),
+        ``kind-<name>.css`` and ``kind-<name>.js`` (each kind's ``static/``), minified and
+        concatenated in file-name order, plus every other file of ``static/`` as it is."""
         out: dict[str, bytes] = {}
-        if not static.is_dir():
-            return out
-        for kind, minify in (("css", rcssmin.cssmin), ("js", rjsmin.jsmin)):
-            files = sorted((static / kind).glob(f"*.{kind}")) if (static / kind).is_dir() else []
-            if files:
+        bundles = {f"site.{ext}": f"static/{ext}/" for ext in ("css", "js")}
+        for kind in self.kinds:
+            bundles.update({f"kind-{kind.name}.{ext}": f"kinds/{kind.name}/static/" for ext in ("css", "js")})
+        for name, prefix in bundles.items():
+            ext = name.rpartition(".")[2]
+            parts = [p for rel, p in self.files.items()
+                     if rel.startswith(prefix) and "/" not in rel[len(prefix):] and rel.endswith("." + ext)]
+            if parts:
+                minify = rcssmin.cssmin if ext == "css" else rjsmin.jsmin
                 # Each file is minified alone, so a mistake in one cannot run into the next.
-                out[f"site.{kind}"] = b"\n".join(minify(f.read_text(encoding="utf-8")).encode() for f in files) + b"\n"
-        for f in sorted(static.rglob("*")):
-            rel = f.relative_to(static).as_posix()
-            if f.is_file() and rel.split("/")[0] not in ("css", "js") and not f.name.startswith("."):
-                out[rel] = f.read_bytes()
+                out[name] = b"\n".join(minify(p.read_text(encoding="utf-8")).encode() for p in parts) + b"\n"
+        for rel, path in self.files.items():
+            if rel.startswith("static/") and rel.split("/")[1] not in ("css", "js"):
+                out[rel[len("static/"):]] = path.read_bytes()
         return out
 
     def render(self, template: str, **context: Any) -> str:
         try:
             return self.env.get_template(template).render(**context)
         except jinja2.TemplateSyntaxError as exc:
-            path = self.folder / "templates" / (exc.filename or template).split("templates/")[-1]
+            path = Path(exc.filename) if exc.filename else self.folder / "templates" / template
             raise _template_error(path, exc.lineno, exc.message or "invalid template syntax") from None
         except jinja2.TemplateNotFound as exc:
             raise BuildError(f"theme template {exc.name!r} not found", display_path(self.folder / "templates")) from None
@@ -110,11 +172,23 @@ class Theme:
 
     def _template_line(self, exc: Exception, template: str) -> tuple[Path, int]:
         """Path and line of the innermost template frame of ``exc`` (Jinja puts template lines in tracebacks)."""
-        templates = (self.folder / "templates").resolve()
+        templates = {str(p) for rel, p in self.files.items() if rel.endswith(".html")}
         for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-            if frame.filename and Path(frame.filename).resolve().is_relative_to(templates):
+            if frame.filename in templates:
                 return Path(frame.filename), frame.lineno or 1
         return self.folder / "templates" / template, 1
+
+
+def _tree(folder: Path, prefix: str) -> dict[str, Path]:
+    """Every file below ``folder`` by ``prefix`` + its relative path (dot-files left out)."""
+    if not folder.is_dir():
+        return {}
+    out = {}
+    for f in folder.rglob("*"):
+        rel = f.relative_to(folder).as_posix()
+        if f.is_file() and not any(part.startswith(".") for part in rel.split("/")):
+            out[prefix + rel] = f
+    return out
 
 
 def _template_error(path: Path, line: int, message: str) -> ContentError:
@@ -128,10 +202,7 @@ def _template_error(path: Path, line: int, message: str) -> ContentError:
     return ContentError([Diagnostic(display_path(path), line, column, f"template error: {message}", source)])
 
 
-_UNREAD_SENTENCE_FIELDS = ("roles_q",)
-
-
-def _lazy_script(name: str, variable: str, data: Any) -> tuple[str, bytes]:
+def lazy_script(name: str, variable: str, data: Any) -> tuple[str, bytes]:
     """A fingerprinted classic script that sets ``window.Labs[variable]`` to ``data``; the widget
     adds it with ``<script src>`` when needed (a classic script loads from file:// too)."""
     script = f"(window.Labs=window.Labs||{{}}).{variable}={json_for_script(data)};\n".encode()
@@ -157,7 +228,7 @@ class Renderer:
         self.asset_data = theme.assets()
         # Only the concatenated bundles are fingerprinted; other files keep their names.
         self.asset_names = {
-            name: (f"assets/{fingerprint(name, data)}" if name in ("site.css", "site.js") else f"assets/{name}")
+            name: (f"assets/{fingerprint(name, data)}" if name.startswith(("site.", "kind-")) else f"assets/{name}")
             for name, data in self.asset_data.items()
         }
 
@@ -202,9 +273,10 @@ class Renderer:
             site=self.site,
             page=page,
             asset=asset,
+            has_asset=self.asset_names.__contains__,
             url=url,
             labs_total=len(self.content.labs),
-            site_json=json_for_script({"labs": [lab.slug for lab in self.content.labs], "storage": STORAGE_PREFIX}),
+            site_json=json_for_script({"labs": [lab.slug for lab in self.content.labs], "storage": PROGRESS_STORAGE_KEY}),
             **extra,
         )
         return html.encode("utf-8")
@@ -233,7 +305,7 @@ class Renderer:
             "@type": "Quiz",
             "name": f"{lab.title}: quick check",
             "about": topic.title,
-            "hasPart": [self._question_jsonld(q) for q in lab.quiz.questions],
+            "hasPart": [self._question_jsonld(q, get_kind(lab.kind)) for q in lab.quiz.questions],
         }
         graph = [resource, faq, quiz]
         if page_url:
@@ -243,52 +315,33 @@ class Renderer:
         return {"@context": "https://schema.org", "@graph": graph}
 
     @staticmethod
-    def _question_jsonld(q) -> dict:
+    def _question_jsonld(q, kind: LabKind) -> dict:
         correct = [o.text for o in q.options if o.correct]
         wrong = [o.text for o in q.options if not o.correct]
+        types = {"single": "Multiple choice", "multiple": "Checkbox"}
         return {
             "@type": "Question",
-            "eduQuestionType": {"single": "Multiple choice", "multiple": "Checkbox", "word": "Multiple choice"}[q.kind],
+            "eduQuestionType": types[q.kind] if q.kind in types else kind.jsonld_question_type(q.kind),
             "text": q.prompt_text,
             "acceptedAnswer": [{"@type": "Answer", "text": t} for t in correct],
             "suggestedAnswer": [{"@type": "Answer", "text": t} for t in wrong],
         }
 
     def lab_files(self, lab: Lab, prev_lab: Lab | None, next_lab: Lab | None) -> dict[str, bytes]:
-        """A lab's page, plus scripts it loads only when asked: the numbers of its other sentences,
-        and the real model heads.
-
-        The pretrained model's attention is most of a lab's data (72 heads per sentence), and
-        most visits never open it: the page embeds a summary with the script's name, and the
-        widget adds ``<script src>`` on demand — a classic script, so it works from file://.
-        """
+        """A lab's page, plus the files its kind writes beside it (scripts loaded on demand)."""
         path = f"labs/{lab.slug}/"
-        payload = dict(self.payloads[lab.slug])
-        files: dict[str, bytes] = {}
-        # The numbers of the sentences a visit does not open first follow the same way: the
-        # page carries the default sentence's heads, the rest arrive when a learner picks one.
-        default = payload["default"]["sentence"]
-        # Fields the widget never reads stay out of the page (they are in compute_widget's result).
-        payload["sentences"] = [{k: v for k, v in s.items() if k not in _UNREAD_SENTENCE_FIELDS}
-                                for s in payload["sentences"]]
-        later = {s["id"]: s["heads"] for s in payload["sentences"] if s["id"] != default}
-        if later:
-            name, files[path + name] = _lazy_script("sentences.js", "sentenceHeads", later)
-            payload["sentences"] = [s if s["id"] == default else {**s, "heads": None} for s in payload["sentences"]]
-            payload["lazy"] = {"src": name, "ids": sorted(later)}
-        real = payload.get("real")
-        if real:
-            name, files[path + name] = _lazy_script("real-heads.js", "realHeads", real["sentences"])
-            summary = {key: value for key, value in real.items() if key not in ("sentences", "sha256", "per_mille")}
-            payload["real"] = {**summary, "src": name, "sentence_ids": sorted(real["sentences"])}
+        kind = get_kind(lab.kind)
+        data = kind.page(lab, self.payloads[lab.slug])
+        files = {path + name: blob for name, blob in data.files.items()}
         title = f"{lab.label} · {lab.title}" + (f" — {lab.subtitle}" if lab.subtitle else "") + f" | {self.site.title}"
         page = self._page(path, title, lab.summary, "article", self.lab_jsonld(lab, self._absolute(path)))
         files[path + "index.html"] = self._render(
             "lab.html",
             page,
             lab=lab,
+            kind=kind,
             topic=self.content.topic(lab.topic),
-            spotlight_json=json_for_script(payload),
+            lab_json=json_for_script(data.embedded),
             prev_lab=prev_lab,
             next_lab=next_lab,
         )
@@ -341,9 +394,7 @@ class Renderer:
     def sitemap(self, paths: list[str]) -> bytes:
         lines = ['<?xml version="1.0" encoding="UTF-8"?>',
                  '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">']
-        from generator.build import source_date  # deterministic unless SOURCE_DATE_EPOCH is set
-
-        lastmod = source_date()
+        lastmod = source_date()  # "" (no lastmod) unless SOURCE_DATE_EPOCH is set
         for path in paths:
             loc = self._absolute(path)
             entry = f"  <url><loc>{_xml(loc)}</loc>"

@@ -1,4 +1,5 @@
-"""``labs new SLUG``: a complete, valid lab to start writing from."""
+"""``labs new SLUG`` (a complete, valid lab of any kind to start writing from) and ``labs init DIR``
+(a new site with one example lab of each built-in kind)."""
 
 from __future__ import annotations
 
@@ -9,25 +10,23 @@ import yaml
 
 from generator.content import SLUG_RE, lab_folders
 from generator.errors import BuildError, ContentError, display_path
+from generator.kinds import all_kinds, get_kind, kind_names
 from generator.source import load_yaml
+
+DEFAULT_KIND = "attention"  # what `labs new` makes when no --kind is given (if installed)
 
 LAB_YAML = """\
 # {title}: the lab's page is built from this file and the files it names.
+kind: {kind}
 number: {number}
 title: {title}
 subtitle: A first look
 tagline: >-
-  One or two sentences that make a learner want to click the first word.
+  One or two sentences that make a learner want to try the widget.
 topic: {topic}
 summary: >-
   What this lab teaches, in a sentence or two. Used for the page's meta description
   and the catalogue.
-
-legend:
-  - term: Query
-    meaning: what a word looks for
-  - term: Key
-    meaning: what a word offers
 
 gist:
   kicker: The gist · 20 seconds
@@ -44,16 +43,7 @@ cards:
     title: A card
     body: A short aside in **Markdown**.
 
-widget:
-  prompt: Click any word to make it the query.
-  default: {{sentence: example, head: syntax, query: sat}}
-  sentences:
-    - id: example
-      # Tag content words as word/ROLE; function words (the, on, …) are known already.
-      text: The cat/NOUN sat/VERB on the mat/NOUN
-      claims:
-        syntax:
-          - sat -> cat, mat
+# Everything below is specific to labs of kind '{kind}'.
 """
 
 GIST_MD = """\
@@ -87,23 +77,53 @@ questions:
         why: Say why it is right.
       - text: That one
         why: Say why it is wrong.
-  - type: word
-    prompt: Click the word that **sat** attends to most.
-    sentence: example
-    query: sat
-    answer: cat
 """
 
+SITE_YAML = """\
+# Site-wide settings. Every lab lives in content/labs/<slug>/ (`labs new SLUG --kind KIND`).
+title: {title}
+description: >-
+  Interactive labs that open up machine-learning models.
+# base_url: https://example.org/labs/   # where the site will be published (canonical links, sitemap)
+language: en
 
-def new_lab(content: Path, slug: str, title: str | None = None, topic: str | None = None) -> Path:
-    """Create ``content/labs/<slug>/``; raise BuildError if it exists or the slug is not valid."""
+topics:
+  - slug: basics
+    title: Basics
+    blurb: >-
+      The first labs of this site.
+
+# The order labs appear in. Lab folders not listed here follow, alphabetically.
+labs: []
+"""
+
+THEME_README = """\
+Files here override the default theme of attention-labs file by file, at the same path:
+templates/lab.html, static/css/10-base.css, kinds/<kind>/widget.html, … A new file adds to it
+(static/css/50-mine.css joins the site's stylesheet). Empty: the default theme as it is.
+"""
+
+GITIGNORE = "site/\n"
+
+
+def new_lab(content: Path, slug: str, title: str | None = None, topic: str | None = None,
+            kind: str | None = None) -> Path:
+    """Create ``content/labs/<slug>/`` as a lab of ``kind``; raise BuildError if it exists, the
+    slug is not valid, or ``content`` is not a site."""
     content = Path(content)
     if not SLUG_RE.match(slug):
         raise BuildError(f"lab slug {slug!r} must be lower-case letters, digits and dashes, e.g. 'self-attention'")
+    site_yaml = content / "site.yaml"
+    if not site_yaml.is_file():
+        raise BuildError(f"no site here: {display_path(site_yaml)} not found. Run `labs init DIR` to start a site, "
+                         "then `labs new` inside it (or pass --content DIR)")
+    kinds = kind_names()
+    kind = kind or (DEFAULT_KIND if DEFAULT_KIND in kinds else (kinds[0] if kinds else None))
+    if kind not in kinds:
+        raise BuildError(f"unknown lab kind {kind!r}; the installed kinds are: {', '.join(kinds) or 'none'}")
     folder = content / "labs" / slug
     if folder.exists():
         raise BuildError("already exists; `labs new` never overwrites", display_path(folder))
-    site_yaml = content / "site.yaml"
     try:
         doc = load_yaml(site_yaml)
     except ContentError as exc:
@@ -126,17 +146,50 @@ def new_lab(content: Path, slug: str, title: str | None = None, topic: str | Non
     if title is not None and (not title.strip() or "\n" in title or "\r" in title):
         raise BuildError("the title must be one line of text, e.g. --title 'Positional encoding'")
     title = title or slug.replace("-", " ").capitalize()
+    own = dict(get_kind(kind).scaffold(slug, title))
     files = {
-        "lab.yaml": LAB_YAML.format(title=_yaml_text(title), number=max(numbers) + 1, topic=topic),
+        "lab.yaml": LAB_YAML.format(title=_yaml_text(title), number=max(numbers) + 1, topic=topic, kind=kind)
+        + own.pop("lab.yaml", ""),
         "gist.md": GIST_MD.format(),
         "under-the-hood.md": HOOD_MD,
         "faq.yaml": FAQ_YAML,
-        "quiz.yaml": QUIZ_YAML,
+        "quiz.yaml": QUIZ_YAML + own.pop("questions", ""),
     }
+    for name, text in own.items():
+        if name in files or "/" in name or name.startswith("."):
+            raise BuildError(f"lab kind {kind!r} scaffolds a file named {name!r}, which it may not")
+        files[name] = text
     folder.mkdir(parents=True)
     for name, text in files.items():
         (folder / name).write_text(text, encoding="utf-8")
     return folder
+
+
+def init_site(directory: Path, title: str | None = None) -> list[str]:
+    """Write a new site into ``directory`` (new or empty): ``content/site.yaml`` with one topic,
+    one example lab of each built-in kind (a kind that ships inside this package), a ``theme/``
+    folder for overrides and a ``.gitignore``. Returns the labs' slugs."""
+    directory = Path(directory)
+    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        raise BuildError("already exists and is not an empty folder; `labs init` never overwrites",
+                         display_path(directory))
+    if title is not None and (not title.strip() or "\n" in title or "\r" in title):
+        raise BuildError("the title must be one line of text, e.g. --title 'My ML labs'")
+    name = directory.resolve().name
+    title = title or (name.replace("-", " ").replace("_", " ").strip().capitalize() or "Labs")
+    builtin = [k.name for k in all_kinds() if type(k).__module__.startswith("generator.")]
+    content = directory / "content"
+    (content / "labs").mkdir(parents=True)
+    (content / "site.yaml").write_text(SITE_YAML.format(title=_yaml_text(title)), encoding="utf-8")
+    (directory / "theme").mkdir()
+    (directory / "theme" / "README.txt").write_text(THEME_README, encoding="utf-8")
+    (directory / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
+    slugs = []
+    for kind in builtin:
+        slug = f"first-{kind}-lab"
+        new_lab(content, slug, title=f"A first {kind} lab", kind=kind)
+        slugs.append(slug)
+    return slugs
 
 
 def _yaml_text(text: str) -> str:

@@ -37,6 +37,7 @@ import time
 import traceback
 import webbrowser
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote, urlsplit
@@ -612,14 +613,15 @@ def _describe(paths: Iterable[str], root: Path | None = None) -> str:
 class DevServer:
     """Everything ``labs serve`` runs, startable and stoppable from code (and tests)."""
 
-    def __init__(self, content: Path, theme: Path, output: Path | None, host: str = "127.0.0.1", port: int = 8000,
-                 report: Callable[[str], None] = print, warn: Callable[[str], None] = print,
-                 model_dir: Path | None = None):
-        self.content, self.theme, self.output = Path(content), Path(theme), output
+    def __init__(self, content: Path, theme: Path | None, output: Path | None, host: str = "127.0.0.1",
+                 port: int = 8000, report: Callable[[str], None] = print, warn: Callable[[str], None] = print,
+                 options: Mapping[str, Any] | None = None):
+        self.content, self.output = Path(content), output
+        self.theme = Path(theme) if theme is not None else None
         self.host, self.port = host, port
         self.report, self.warn = report, warn
         self.live = LiveSite()
-        self.builder = SiteBuilder(self.content, self.theme, model_dir=model_dir, report=report)
+        self.builder = SiteBuilder(self.content, self.theme, options=options, report=report)
         self.changes = ChangeQueue()
         self.url = ""
         self._httpd: _HTTPServer | None = None
@@ -643,7 +645,7 @@ class DevServer:
         # before the watcher started.
         with pipeline.lab_pool(self.content) as map_labs:
             self._first_build(map_labs)
-        self._observer = _watch([self.content.resolve(), self.theme.resolve()], self.changes)
+        self._observer = _watch([self.content.resolve()] + ([self.theme.resolve()] if self.theme else []), self.changes)
         self.changes.add(RESCAN)
         if self.output is not None:
             self._mirror = _Mirror(Path(self.output), self.warn)
@@ -748,25 +750,26 @@ class DevServer:
         return
 
 
-def serve(content: Path, theme: Path, output: Path, host: str = "127.0.0.1", port: int = 8000,
+def serve(content: Path, theme: Path | None, output: Path, host: str = "127.0.0.1", port: int = 8000,
           open_browser: bool = False, report: Callable[[str], None] = print,
-          warn: Callable[[str], None] = print, model_dir: Path | None = None) -> int:
+          warn: Callable[[str], None] = print, options: Mapping[str, Any] | None = None) -> int:
     """Run the development server until Ctrl-C (SIGINT) or SIGTERM; returns the exit code, 0.
 
     Raises BuildError when it cannot start: a missing content or theme folder, an output
     folder that labs must not replace, or an address it cannot listen on. Content and theme
     errors do not stop it; they are shown in the terminal and on every open page.
     """
-    content, theme, output = Path(content), Path(theme), Path(output)
+    content, output = Path(content), Path(output)
+    theme = Path(theme) if theme is not None else None
     for name, folder in (("content", content), ("theme", theme)):
-        if not folder.is_dir():
+        if folder is not None and not folder.is_dir():
             raise BuildError(f"{name} folder not found", display_path(folder))
     pipeline.guard_output(output, content, theme)
     if not _is_loopback(host):
         warn(f"WARNING: serving on {host}: anyone who can reach this machine on that address can read the site. "
              "This is a development server, not hardened for the internet; use --host 127.0.0.1 unless you "
              "mean it.")
-    server = DevServer(content, theme, output, host, port, report, warn, model_dir)
+    server = DevServer(content, theme, output, host, port, report, warn, options)
     stop = threading.Event()
     previous = {}
     try:
@@ -777,7 +780,8 @@ def serve(content: Path, theme: Path, output: Path, host: str = "127.0.0.1", por
                     previous[sig] = signal.signal(sig, lambda *_: stop.set())
         except KeyboardInterrupt:  # Ctrl-C during the first build
             return 0
-        report(f"serving {url} — watching {display_path(content)}/ and {display_path(theme)}/ (Ctrl-C to stop)")
+        watching = f"{display_path(content)}/" + (f" and {display_path(theme)}/" if theme else "")
+        report(f"serving {url} — watching {watching} (Ctrl-C to stop)")
         if open_browser:
             threading.Thread(target=webbrowser.open, args=(url,), name="labs-browser", daemon=True).start()
         while not stop.wait(0.25):

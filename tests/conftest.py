@@ -95,7 +95,7 @@ def spotlight_payload(site_folder: Path, slug: str) -> dict:
 
     folder = Path(site_folder) / "labs" / slug
     html = (folder / "index.html").read_text(encoding="utf-8")
-    raw = re.search(r'<script type="application/json" id="spotlight-data">(.*?)</script>', html, re.DOTALL)
+    raw = re.search(r'<script type="application/json" id="lab-data">(.*?)</script>', html, re.DOTALL)
     payload = json.loads(raw.group(1))
     lazy = payload.get("lazy")
     if lazy:

@@ -17,6 +17,7 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS.parent))
 
+import generator.render  # noqa: E402
 from generator.build import build  # noqa: E402
 
 FIXTURE_CONTENT = TESTS / "fixtures" / "content"
@@ -29,12 +30,17 @@ def build_fixture_site(output: Path) -> dict[str, bytes]:
     SOURCE_DATE_EPOCH must not be set (the caller clears it)."""
     assert "SOURCE_DATE_EPOCH" not in os.environ, "golden files carry no dates; unset SOURCE_DATE_EPOCH"
     # Author-facing paths (which the fixture theme prints) are relative to the working folder.
+    # The fixture theme stands alone: it is the default theme here too, so nothing of the real
+    # theme/ reaches the golden files (a lab kind's own script and CSS do: they are its output).
     here, output = Path.cwd(), Path(output).resolve()
+    default_theme_dir = generator.render.default_theme_dir
+    generator.render.default_theme_dir = lambda: FIXTURE_THEME
     os.chdir(FIXTURE_CONTENT.parent)
     try:
         return build(FIXTURE_CONTENT, FIXTURE_THEME, output).files
     finally:
         os.chdir(here)
+        generator.render.default_theme_dir = default_theme_dir
 
 
 def main() -> int:

@@ -60,25 +60,43 @@ def test_output_has_every_page_the_sitemap_robots_and_fingerprinted_assets(proje
     files = set(tree(project / "site"))
     css = [f for f in files if re.fullmatch(r"assets/site\.[0-9a-f]{8}\.css", f)]
     js = [f for f in files if re.fullmatch(r"assets/site\.[0-9a-f]{8}\.js", f)]
-    assert len(css) == 1 and len(js) == 1, files
+    kind = [f for f in files if re.fullmatch(r"assets/kind-attention\.[0-9a-f]{8}\.(css|js)", f)]
+    assert len(css) == 1 and len(js) == 1 and len(kind) == 2, files
     assert files == {
         "index.html", "labs/alpha/index.html", "labs/beta/index.html", "topics/basics/index.html",
         "topics/later/index.html", "404.html", "sitemap.xml", "robots.txt", "assets/favicon.svg", MARKER,
-        css[0], js[0],
+        css[0], js[0], *kind,
     }
 
 
 def test_css_is_the_theme_files_minified_and_concatenated_in_name_order(project):
+    """A custom theme's static/css files join the default theme's, all in file-name order."""
     import rcssmin
 
+    from generator.render import default_theme_dir
+
     result = build(project / "content", project / "theme", project / "site")
-    css = next(data for name, data in result.files.items() if name.endswith(".css"))
-    first = rcssmin.cssmin((project / "theme/static/css/10-first.css").read_text(encoding="utf-8"))
-    second = rcssmin.cssmin((project / "theme/static/css/20-second.css").read_text(encoding="utf-8"))
-    assert "/*" not in first + second and first and second
-    assert css == f"{first}\n{second}\n".encode()
+    css = next(data for name, data in result.files.items() if re.fullmatch(r"assets/site\.[0-9a-f]{8}\.css", name))
+    by_name = {p.name: p for p in sorted((default_theme_dir() / "static/css").glob("*.css"))}
+    by_name.update({p.name: p for p in (project / "theme/static/css").glob("*.css")})
+    parts = [rcssmin.cssmin(by_name[n].read_text(encoding="utf-8")) for n in sorted(by_name)]
+    assert "10-first.css" in by_name and "10-base.css" in by_name and all(parts)
+    assert css == ("\n".join(parts) + "\n").encode()
     digest = hashlib.sha256(css).hexdigest()[:8]
     assert f"assets/site.{digest}.css" in result.files
+
+
+def test_a_file_of_the_custom_theme_replaces_the_default_one_of_the_same_path(project):
+    from generator.render import default_theme_dir
+
+    default_quiz = (default_theme_dir() / "static/css/40-quiz.css").read_text(encoding="utf-8")
+    (project / "theme/static/css/40-quiz.css").write_text(".quiz{outline:3px solid red}\n", encoding="utf-8")
+    result = build(project / "content", project / "theme", project / "site")
+    css = next(data for name, data in result.files.items() if re.fullmatch(r"assets/site\.[0-9a-f]{8}\.css", name))
+    import rcssmin
+
+    assert b".quiz{outline:3px solid red}" in css
+    assert rcssmin.cssmin(default_quiz).encode() not in css
 
 
 def test_sitemap_lists_every_page_at_its_canonical_url(project):

@@ -96,7 +96,7 @@ def test_build_prints_one_line_per_stage_and_a_summary(project, capsys):
     assert (code, err) == (0, [])
     patterns = [
         rf"loaded 2 labs from content/ \({SECONDS}\)",
-        rf"computed attention for 2 sentences \({SECONDS}\)",
+        rf"computed 2 labs: 2 attention \({SECONDS}\)",
         rf"rendered 6 pages \({SECONDS}\)",
         rf"built 6 pages, 2 labs in {SECONDS} → site/",
     ]
@@ -126,7 +126,7 @@ def test_content_errors_exit_1_with_every_error_line(project, capsys):
         f"content/labs/alpha/lab.yaml:{l_line}:{l_col}: error: unknown topic 'basic' (did you mean 'basics'?); "
         "topics are declared in content/site.yaml",
         f"content/labs/alpha/quiz.yaml:{q_line}:{q_col}: error: unknown question type 'multi' (did you mean "
-        "'multiple'?); use one of: single, multiple, word",
+        "'multiple'?); labs of kind 'attention' have: single, multiple, word",
         "2 errors; nothing was written",
     ]
     assert not (project / "site").exists()
@@ -156,10 +156,10 @@ def test_build_errors_exit_1_with_one_line(project, capsys):
 
 
 @pytest.mark.parametrize("argv, line", [
-    (["--content", "nowhere"], "nowhere:1:1: error: content folder not found"),
+    (["--content", "nowhere"], "nowhere:1:1: error: content folder not found (run `labs init DIR` to start a site)"),
     (["--theme", "nowhere"], "nowhere: error: theme folder not found"),
-    (["--theme", "content"], "content: error: theme has no templates/ folder"),
-], ids=["no-content", "no-theme", "theme-without-templates"])
+    (["--theme", "content/site.yaml"], "content/site.yaml: error: theme folder not found"),
+], ids=["no-content", "no-theme", "theme-is-a-file"])
 def test_missing_folders_are_errors_not_tracebacks(project, capsys, argv, line):
     base = {"--content": "content", "--theme": "theme"}
     base.update(dict(zip(argv[::2], argv[1::2])))

@@ -135,10 +135,10 @@ CASES = [
     pytest.param(Case("content/site.yaml", "  - attention", "  - attention\n  - attenton", "  - |attenton",
                       "no lab folder content/labs/attenton/ (did you mean 'attention'?)"), id="unknown-lab"),
     pytest.param(Case(LAB + "quiz.yaml", "type: multiple", "type: multi", "type: |multi",
-                      "unknown question type 'multi' (did you mean 'multiple'?); use one of: single, multiple, word"),
+                      "unknown question type 'multi' (did you mean 'multiple'?); labs of kind 'attention' have: single, multiple, word"),
                  id="unknown-question-type"),
     pytest.param(Case(LAB + "quiz.yaml", "type: word", "type: wrd", "type: |wrd",
-                      "unknown question type 'wrd' (did you mean 'word'?); use one of: single, multiple, word"),
+                      "unknown question type 'wrd' (did you mean 'word'?); labs of kind 'attention' have: single, multiple, word"),
                  id="unknown-question-type-alone"),
     pytest.param(Case(LAB + "quiz.yaml", "        correct: true", "        corect: true", "        |corect: true",
                       "unknown key 'corect' (did you mean 'correct'?)"), id="misspelt-correct-alone"),
@@ -238,7 +238,7 @@ def test_every_mistake_of_a_run_is_reported_together(project, capsys):
     expected = [
         f"{LAB}quiz.yaml:{line}:{column}: error: {message}" for (line, column), message in sorted([
             (position(text, "type: |multi"), "unknown question type 'multi' (did you mean 'multiple'?); "
-                                             "use one of: single, multiple, word"),
+                                             "labs of kind 'attention' have: single, multiple, word"),
             (position(text, "answer: |dog"), "no word 'dog' in the sentence; words: The cat sat on the mat"),
             (position(text, "|hint: none"), "unknown key 'hint' (allowed: explanation, id, options, prompt, type)"),
         ])

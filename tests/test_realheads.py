@@ -18,23 +18,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator.attention.bert import BertConfig, load_model, write_random_checkpoint
-from generator.attention.realheads import (
-    PER_MILLE,
+from generator.attention.realheads import PER_MILLE, find_heads, largest_remainder, merge_pieces, word_attention
+from generator.kinds.attention.cache import (
     cache_lookup,
     cache_status,
     checkpoint_sha256,
     compute_entry,
     empty_cache,
     entry_attention,
-    find_heads,
-    inspect_attention,
-    largest_remainder,
     load_cache,
-    merge_pieces,
     refresh_cache,
     save_cache,
-    word_attention,
 )
+from generator.kinds.attention.commands import inspect_attention
 from generator.errors import BuildError, ContentError
 
 TINY = BertConfig(

@@ -52,13 +52,13 @@ def test_shipped_cache_builds_without_a_checkpoint(project, capsys):
     code, out, err = run(capsys, "build")
     assert (code, err) == (0, [])
     page = (project / "site/labs/attention/index.html").read_text(encoding="utf-8")
-    data = json.loads(re.search(r'id="spotlight-data">(.*?)</script>', page, re.S).group(1))
+    data = json.loads(re.search(r'id="lab-data">(.*?)</script>', page, re.S).group(1))
     real = data["real"]
     assert real["model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert (real["layers"], real["heads"]) == (6, 12)
     assert real["sentence_ids"] == ["animal", "cat-mat", "decoder"]  # the cross pair is not a sentence
     script = (project / "site/labs/attention" / real["src"]).read_text(encoding="utf-8")
-    assert "real-heads" not in page.split('id="spotlight-data"')[0]  # not loaded by the page itself
+    assert "real-heads" not in page.split('id="lab-data"')[0]  # not loaded by the page itself
     sentences = json.loads(script.removeprefix("(window.Labs=window.Labs||{}).realHeads=").removesuffix(";\n"))
     for entry in sentences.values():
         for layer in entry["attention"]:
@@ -103,7 +103,7 @@ def test_labs_heads_fills_the_cache_and_the_build_uses_it(project, capsys, check
     code, _, err = run(capsys, "build")
     assert (code, err) == (0, [])
     page = (project / "site/labs/attention/index.html").read_text(encoding="utf-8")
-    data = json.loads(re.search(r'id="spotlight-data">(.*?)</script>', page, re.S).group(1))
+    data = json.loads(re.search(r'id="lab-data">(.*?)</script>', page, re.S).group(1))
     assert (data["real"]["layers"], data["real"]["heads"]) == (2, 4)
 
 

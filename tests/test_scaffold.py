@@ -116,5 +116,6 @@ def test_unknown_topic_is_refused(project, capsys):
 def test_new_without_a_site_yaml_is_an_error(project, capsys):
     (project / "content/site.yaml").unlink()
     code, _, err = run(capsys, "new", "demo", "--content", "content")
-    assert (code, err) == (1, ["content/site.yaml: error: cannot read the site's topics: file not found"])
+    assert (code, err) == (1, ["error: no site here: content/site.yaml not found. Run `labs init DIR` to start a "
+                               "site, then `labs new` inside it (or pass --content DIR)"])
     assert not (project / "content/labs/demo").exists()

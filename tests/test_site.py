@@ -212,7 +212,7 @@ def test_fixture_quiz_questions_are_the_quiz_yaml_prompts(fixture_site):
 
 def test_spotlight_json_parses_and_every_row_of_percentages_sums_to_100(site):
     for slug in site.labs():
-        block = site.soup(f"labs/{slug}/index.html").find("script", id="spotlight-data")
+        block = site.soup(f"labs/{slug}/index.html").find("script", id="lab-data")
         assert block is not None and block.get("type") == "application/json"
         payload = spotlight_payload(site.folder, slug)
         rows = [(s["id"], head, key, row) for s in payload["sentences"] for head, data in s["heads"].items()
@@ -271,7 +271,7 @@ def test_hostile_tagline_and_faq_are_shown_as_text(fixture_site):
 
 
 def test_hostile_widget_label_and_note_stay_inside_the_json(fixture_site):
-    block = fixture_site.soup("labs/alpha/index.html").find("script", id="spotlight-data")
+    block = fixture_site.soup("labs/alpha/index.html").find("script", id="lab-data")
     raw = block.string
     assert "\\u003c/script\\u003e\\u003cscript\\u003ealert(1)" in raw and "</script" not in raw
     sentence = json.loads(raw)["sentences"][0]
@@ -281,7 +281,7 @@ def test_hostile_widget_label_and_note_stay_inside_the_json(fixture_site):
 
 def test_only_the_first_sentence_s_numbers_are_in_the_page(site):
     for slug in site.labs():
-        block = site.soup(f"labs/{slug}/index.html").find("script", id="spotlight-data")
+        block = site.soup(f"labs/{slug}/index.html").find("script", id="lab-data")
         embedded = json.loads(block.string)
         default = embedded["default"]["sentence"]
         with_heads = [s["id"] for s in embedded["sentences"] if s["heads"] is not None]

@@ -1,4 +1,7 @@
-/* Quick check (#quiz): radios check on choice, checkboxes on "Check", word questions on a click.
+/* Quick check (#quiz): radios check on choice, checkboxes on "Check", and the buttons of a lab
+   kind's own question types (.quiz-choices [data-option], e.g. click-the-word) on a click.
+   A question with data-match="any" is right when one correct option is chosen; else the chosen
+   options must be exactly the correct ones.
    Answers are kept in localStorage under the quiz's data-storage-key as {"answers": {id: [option ids]}}.
    Without JavaScript each question still reads, with its answer in a <details>. */
 (() => {
@@ -10,12 +13,14 @@
   let answers = saved && typeof saved === "object" ? saved : {};
   const questions = u.all(".quiz-q", quiz), scoreEl = document.getElementById("quiz-score");
 
-  const isWord = q => q.dataset.kind === "word";
-  const inputsOf = q => u.all(isWord(q) ? ".quiz-words .word" : "input", q);
+  const isChoice = q => !!q.querySelector(".quiz-choices");
+  const inputsOf = q => u.all(isChoice(q) ? ".quiz-choices [data-option]" : "input", q);
   const idOf = input => input.dataset.option || input.value;
   const correctIds = q => inputsOf(q).filter(i => i.hasAttribute("data-correct")).map(idOf);
   const qid = q => q.id.slice(5); // fieldset#quiz-<question id>
   const sameSet = (a, b) => a.length === b.length && a.every(x => b.includes(x));
+  const isRight = (q, chosen) => q.dataset.match === "any" ? chosen.length === 1 && correctIds(q).includes(chosen[0])
+    : sameSet(chosen, correctIds(q));
   const textOf = (q, id) => inputsOf(q).find(i => idOf(i) === id)?.closest("label, button").textContent.trim();
 
   /**
@@ -23,14 +28,14 @@
    * after a wrong try, the explanation open — or, with `chosen` null, as new.
    */
   function show(q, chosen) {
-    const right = correctIds(q), ok = !!chosen && sameSet(chosen, right), multiple = q.dataset.kind === "multiple";
+    const right = correctIds(q), ok = !!chosen && isRight(q, chosen), multiple = q.dataset.kind === "multiple";
     for (const input of inputsOf(q)) {
       const id = idOf(input), picked = !!chosen?.includes(id), good = right.includes(id);
       const why = q.querySelector(`.quiz-why[data-why-for="${CSS.escape(id)}"]`), holder = input.closest(".quiz-option") || input;
       const verdict = !chosen ? "" : picked ? (good ? "Right." : "Not this one.") : good ? (multiple ? "Missed — this one is true." : "The answer.") : "";
       holder.classList.toggle("is-right", !!chosen && good && (picked || !ok));
       holder.classList.toggle("is-wrong", picked && !good);
-      if (!isWord(q)) input.checked = picked;
+      if (!isChoice(q)) input.checked = picked;
       else if (chosen) input.setAttribute("aria-pressed", picked);
       else input.removeAttribute("aria-pressed");
       input.disabled = !!chosen;
@@ -56,7 +61,7 @@
   }
 
   function score() {
-    scoreEl.querySelector("[data-quiz-correct]").textContent = questions.filter(q => sameSet(answers[qid(q)] || [], correctIds(q))).length;
+    scoreEl.querySelector("[data-quiz-correct]").textContent = questions.filter(q => isRight(q, answers[qid(q)] || [])).length;
     scoreEl.hidden = false;
   }
   function answer(q, chosen) {
@@ -79,7 +84,7 @@
     q.querySelector(".quiz-feedback").after(h("div", { class: "quiz-actions" }, [q.dataset.kind === "multiple" ? q.check : null, q.retry]));
     q.addEventListener("change", ev => { if (ev.target.type === "radio") answer(q, [ev.target.value]); });
     q.addEventListener("click", ev => {
-      const b = ev.target.closest(".quiz-words .word");
+      const b = ev.target.closest(".quiz-choices [data-option]");
       if (b && !b.disabled) answer(q, [idOf(b)]);
     });
     q.check.addEventListener("click", () => answer(q, inputsOf(q).filter(i => i.checked).map(idOf)));

@@ -1,7 +1,7 @@
 /* The spotlight (#spotlight): click a word, watch its attention fall on the others.
    One state object, one render(): build (when the sentence or the token set changes), measure
    (reads geometry once), paint (writes only, so a click stays cheap).
-   Data: #spotlight-data, see docs/spotlight-data.md. Only the default sentence's numbers and a
+   Data: #lab-data, see docs/spotlight-data.md. Only the default sentence's numbers and a
    summary of the real model are on the page: the other sentences' numbers (data.lazy.src) and the
    model's attention (data.real.src) are scripts added the first time a learner asks for them.
    State lives in the URL hash: #s=<sentence>&h=<head id | L<layer>H<head>>&q=<query>&scale=1|0[&special=0] */
@@ -10,7 +10,7 @@
   const root = document.getElementById("spotlight");
   if (!root) return;
   const Labs = window.Labs, u = Labs.util, { h, fmt, sum } = u;
-  const data = u.readJSON("spotlight-data");
+  const data = u.readJSON("lab-data");
   if (!data?.sentences?.length || !data.heads?.length) {
     root.firstElementChild.textContent = "The spotlight's data is missing from this page.";
     return;

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from generator.errors import BuildError, ContentError, Diagnostic, did_you_mean, display_path
-from generator.attention.widget import read_word
+from generator.kinds.attention.widget import read_word
 from generator.source import Reader
 
 _RELATION = re.compile(r"^\s*(?P<query>\S+)\s*->\s*(?P<key>\S+)\s*\(\s*(?P<type>[A-Za-z][\w -]*?)\s*\)\s*$")
@@ -142,17 +142,17 @@ def _align(teaching_words: tuple[str, ...], model_words: list[str], special: lis
 
 def refresh(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[list[str], Path]:
     """Recompute the cache file from the checkpoint; returns the sentences computed and the file."""
-    from generator.attention import realheads
+    from generator.kinds.attention import cache as cachefile
     from generator.attention.bert import load_model
 
     folder = model_dir or spec.checkpoint
     if folder is None:
         raise BuildError(f"no checkpoint: pass --model DIR or set model.checkpoint; {CHECKPOINT_HELP}", spec.at[0])
-    sha = realheads.checkpoint_sha256(folder)
-    cache = realheads.load_cache(spec.cache)
+    sha = cachefile.checkpoint_sha256(folder)
+    cache = cachefile.load_cache(spec.cache)
     model = load_model(folder)
-    cache, computed = realheads.refresh_cache(cache, model, sha, [sentence_text(s) for s in model_sentences(widget)])
-    realheads.save_cache(spec.cache, cache)
+    cache, computed = cachefile.refresh_cache(cache, model, sha, [sentence_text(s) for s in model_sentences(widget)])
+    cachefile.save_cache(spec.cache, cache)
     return computed, spec.cache
 
 
@@ -162,14 +162,14 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
 
     Raises ContentError when a sentence is not cached and no checkpoint is at hand.
     """
-    from generator.attention import realheads
+    from generator.kinds.attention import cache as cachefile
 
-    cache = realheads.load_cache(spec.cache)
+    cache = cachefile.load_cache(spec.cache)
     folder = model_dir or (spec.checkpoint if spec.checkpoint and spec.checkpoint.is_dir() else None)
     notes: list[str] = []
     model = None
     if folder is not None:
-        sha = realheads.checkpoint_sha256(folder)
+        sha = cachefile.checkpoint_sha256(folder)
     else:
         shas = sorted(cache["entries"])
         if len(shas) != 1:
@@ -183,18 +183,18 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
     entries: dict[str, dict] = {}
     for s in model_sentences(widget):
         text = sentence_text(s)
-        entry = realheads.cache_lookup(cache, sha, text)
+        entry = cachefile.cache_lookup(cache, sha, text)
         if entry is None and folder is not None:
             if model is None:
                 from generator.attention.bert import load_model
 
                 model = load_model(folder)
-            entry = realheads.compute_entry(model, text)
+            entry = cachefile.compute_entry(model, text)
             notes.append(f"{spec.cache_shown}: {text!r} computed from the checkpoint but not cached; "
                          f"run `labs heads --model {display_path(folder)}` to store it")
         if entry is None:
             path, line, col = spec.sentence_at[s.id]
-            status = realheads.cache_status(cache, sha, text)
+            status = cachefile.cache_status(cache, sha, text)
             why = "was cached for a different checkpoint" if status == "stale" else "is not in the cache"
             problems.append(Diagnostic(path, line, col, f"sentence {text!r} {why} ({spec.cache_shown}); {CHECKPOINT_HELP}"))
             continue
@@ -282,13 +282,4 @@ def _head_hits(attention: np.ndarray, rels, special) -> np.ndarray:  # [L, H, n,
 def _baseline_hits(rels, special) -> np.ndarray:  # -> [len(BASELINE_OFFSETS)] hits
     from generator.attention import realheads
 
-    real = [i for i, s in enumerate(special) if not s]
-    rank = {w: r for r, w in enumerate(real)}
-    out = []
-    for offset in realheads.BASELINE_OFFSETS:
-        hits = 0
-        for q, k, _ in rels:
-            target = rank[q] + offset
-            hits += 0 <= target < len(real) and real[target] == k
-        out.append(hits)
-    return np.array(out)
+    return realheads.offset_baseline_hits([q for q, _, _ in rels], [k for _, k, _ in rels], special)

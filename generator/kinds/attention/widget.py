@@ -57,6 +57,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from generator.attention import teaching
+from generator.attention.realheads import largest_remainder_array
 from generator.errors import Diagnostic, did_you_mean
 from generator.source import Reader
 
@@ -378,16 +379,9 @@ def _read_default(reader: Reader, where: tuple, head_ids: Sequence[str], sentenc
 
 
 def percentages(weights: np.ndarray, mask: np.ndarray, total: int = 100) -> np.ndarray:  # [n_q, n_k], bool -> int
-    """Integer shares of ``total`` by the largest-remainder method: each row sums to exactly
-    ``total`` (a row with no visible key to 0); masked entries stay 0. Ties go to the earlier key."""
-    exact = weights * float(total)
-    floor = np.floor(exact)
-    remainder = np.where(mask, exact - floor, -1.0)
-    short = np.where(mask.any(axis=-1), np.rint(total - floor.sum(axis=-1)), 0).astype(np.int64)
-    order = np.argsort(-remainder, axis=-1, kind="stable")
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.broadcast_to(np.arange(order.shape[-1]), order.shape), axis=-1)
-    return floor.astype(np.int64) + (rank < short[..., None])
+    """Integer shares of ``total`` that sum to exactly ``total`` per row (a row with no visible key:
+    0); masked entries stay 0 — :func:`~generator.attention.realheads.largest_remainder_array`."""
+    return largest_remainder_array(np.where(mask, weights, 0.0), total)
 
 
 def _numbers(a: np.ndarray, decimals: int, mask: np.ndarray | None = None) -> list:

@@ -1,0 +1,188 @@
+"""The attention kind's own commands: ``labs heads`` and ``labs attention``, and the tables
+``labs attention`` prints."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from generator.attention.bert import load_model, run_sentence
+from generator.attention.realheads import largest_remainder
+from generator.errors import BuildError, display_path
+
+
+def add_commands(sub: Any) -> None:
+    h = sub.add_parser("heads", help="compute real model heads into each attention lab's cache file",
+                       description="Run the checkpoint over every sentence of each lab with a 'model:' section and "
+                                   "store the attention in the lab's cache file, so builds need no checkpoint. "
+                                   "This is the one command that writes into content/.")
+    h.add_argument("--content", type=Path, default=Path("content"), metavar="DIR",
+                   help="content folder (default: content/)")
+    h.add_argument("--model", type=Path, default=None, metavar="DIR",
+                   help="local BERT-family checkpoint folder (default: each lab's model.checkpoint)")
+    h.add_argument("--lab", action="append", metavar="SLUG", help="only this lab (repeatable)")
+    h.set_defaults(func=cmd_heads)
+
+    a = sub.add_parser("attention", help="print a pretrained model's attention for a sentence",
+                       description="Run a BERT-family checkpoint from a local folder (config.json, model.safetensors, "
+                                   "vocab.txt) through our NumPy forward pass and print its attention.")
+    a.add_argument("sentence", metavar="SENTENCE")
+    a.add_argument("--model", type=Path, required=True, metavar="DIR", help="local checkpoint folder")
+    a.add_argument("--layer", type=int, default=None, metavar="L", help="layer, counted from 0")
+    a.add_argument("--head", type=int, default=None, metavar="H", help="head, counted from 0")
+    a.add_argument("--json", action="store_true", help='print {"tokens": [...], "attentions": [layers][heads][n][n]}')
+    a.set_defaults(func=cmd_attention)
+
+
+def cmd_attention(args: argparse.Namespace) -> int:
+    print(inspect_attention(args.model, args.sentence, layer=args.layer, head=args.head, as_json=args.json), flush=True)
+    return 0
+
+
+def cmd_heads(args: argparse.Namespace) -> int:
+    from generator.content import load_content
+    from generator.kinds.attention.realmodel import model_sentences, refresh
+
+    content = load_content(args.content)
+    labs = [lab for lab in content.labs if lab.kind == "attention" and lab.spec.model is not None
+            and (not args.lab or lab.slug in args.lab)]
+    if not labs:
+        print("no attention lab has a 'model:' section; nothing to do", flush=True)
+    for lab in labs:
+        computed, path = refresh(lab.spec.model, lab.spec.widget, args.model)
+        total = len(model_sentences(lab.spec.widget))
+        print(f"{display_path(path)}: {len(computed)} of {total} sentence{'s' * (total != 1)} computed, "
+              f"the rest already cached", flush=True)
+    return 0
+
+
+def _short(token: str, width: int) -> str:
+    return token if len(token) <= width else token[: width - 1] + "…"
+
+
+def _patterns(weights: np.ndarray) -> dict[str, np.ndarray]:  # [..., n, n] -> {pattern: [...] mean share}
+    """Mean share (over query rows) of attention to [CLS], [SEP], self, previous and next token."""
+    n = weights.shape[-1]
+    diagonal = np.diagonal(weights, axis1=-2, axis2=-1)
+    return {
+        "CLS": weights[..., :, 0].mean(axis=-1),
+        "SEP": weights[..., :, n - 1].mean(axis=-1),
+        "self": diagonal.mean(axis=-1),
+        "prev": np.diagonal(weights, offset=-1, axis1=-2, axis2=-1).mean(axis=-1),
+        "next": np.diagonal(weights, offset=1, axis1=-2, axis2=-1).mean(axis=-1),
+    }
+
+
+def _summary_grid(tokens: Sequence[str], attentions: np.ndarray) -> str:  # [L, H, n, n]
+    n_layers, n_heads = attentions.shape[:2]
+    patterns = _patterns(attentions)  # name -> [L, H]
+    names = ["self", "prev", "next"]
+    stacked = np.stack([patterns[name] for name in names])  # [3, L, H]
+    best = stacked.argmax(axis=0)  # [L, H]
+    to_special = patterns["CLS"] + patterns["SEP"]  # [L, H]
+    cells = [
+        [
+            f"{names[best[l, h]]} {round(100 * stacked[best[l, h], l, h]):>2}{'*' if to_special[l, h] > 0.5 else ' '}"
+            for h in range(n_heads)
+        ]
+        for l in range(n_layers)
+    ]
+    width = max(len(c) for row in cells for c in row) + 2
+    lines = [
+        f"{len(tokens)} word pieces: {' '.join(tokens)}",
+        f"{n_layers} layers x {n_heads} heads. Each cell: the head's strongest positional habit, as the mean share",
+        "of attention (%) a token gives to itself (self), to the token before (prev) or after (next);",
+        "* = more than half of the head's attention goes to [CLS]/[SEP], BERT's usual 'no-op'.",
+        "Use --layer L for a layer's heads in detail, --layer L --head H for the full table.",
+        "",
+        "        " + "".join(f"{'head ' + str(h):>{width}}" for h in range(n_heads)),
+    ]
+    lines += [f"layer {l:<2}" + "".join(f"{c:>{width}}" for c in cells[l]) for l in range(n_layers)]
+    return "\n".join(lines) + "\n"
+
+
+def _layer_breakdown(tokens: Sequence[str], weights: np.ndarray, layer: int, n_layers: int) -> str:  # [H, n, n]
+    n_heads, n, _ = weights.shape
+    patterns = _patterns(weights)  # name -> [H]
+    real = np.ones(n, dtype=bool)
+    real[[0, n - 1]] = False
+    lines = [
+        f"Layer {layer} (of 0-{n_layers - 1}): mean share of each head's attention (%) going to",
+        "[CLS], [SEP], the token itself, the previous and the next token; and its strongest link",
+        "between two real tokens. Use --head H for the full table.",
+        "",
+        f"{'head':>4}  {'[CLS]':>5}  {'[SEP]':>5}  {'self':>5}  {'prev':>5}  {'next':>5}  strongest link",
+    ]
+    for h in range(n_heads):
+        link = "-"
+        if real.sum() >= 2:
+            inner = np.where(real[:, None] & real[None, :] & ~np.eye(n, dtype=bool), weights[h], -1.0)
+            q, k = np.unravel_index(int(inner.argmax()), inner.shape)
+            link = f"{tokens[int(q)]} -> {tokens[int(k)]} {round(100 * float(weights[h, q, k]))}%"
+        shares = "  ".join(f"{round(100 * float(patterns[name][h])):>5}" for name in ("CLS", "SEP", "self", "prev", "next"))
+        lines.append(f"{h:>4}  {shares}  {link}")
+    return "\n".join(lines) + "\n"
+
+
+def _matrix_table(tokens: Sequence[str], weights: np.ndarray, layer: int, head: int) -> str:  # [n, n]
+    percent = largest_remainder(weights, 100)
+    col = max(4, min(8, max(len(t) for t in tokens))) + 1
+    label = min(16, max(len(t) for t in tokens)) + 4
+    lines = [
+        f"Layer {layer}, head {head}: row = query token, columns = where its attention goes, in % (rows sum to 100).",
+        "",
+        " " * label + "".join(f"{_short(t, col - 1):>{col}}" for t in tokens),
+    ]
+    for i, (token, row) in enumerate(zip(tokens, percent)):
+        cells = "".join(f"{(str(v) if v else '.'):>{col}}" for v in row)
+        lines.append(f"{i:>3} {_short(token, label - 4):<{label - 4}}{cells}")
+    return "\n".join(lines) + "\n"
+
+
+def inspect_attention(
+    model_dir: Path,
+    sentence: str,
+    layer: int | None = None,
+    head: int | None = None,
+    as_json: bool = False,
+) -> str:
+    """What ``labs attention`` prints: a checkpoint's attention over one sentence's word pieces.
+
+    - ``as_json``: ``{"tokens": [...], "attentions": [layers][heads][n][n]}`` over the word
+      pieces, [CLS]/[SEP] included, weights rounded to 6 decimals; always every layer and
+      head, so indexes stay meaningful (``layer``/``head`` are still checked).
+    - no layer/head: a grid of every head's strongest positional habit (self, previous or
+      next token) with its share, starred where over half goes to [CLS]/[SEP];
+    - ``layer`` only: that layer's heads, each with all five shares and its strongest link;
+    - ``layer`` and ``head``: the full table, tokens as rows and columns, in %.
+
+    Raises :class:`BuildError` for a bad model folder (naming the file), an empty sentence,
+    one longer than the model reads, a layer/head out of range, or a head without a layer.
+    """
+    if not sentence.strip():
+        raise BuildError("the sentence is empty")
+    model = load_model(Path(model_dir))
+    n_layers, n_heads = model.config.num_hidden_layers, model.config.num_attention_heads
+    for name, value, count in (("layer", layer, n_layers), ("head", head, n_heads)):
+        if value is not None and (type(value) is not int or not 0 <= value < count):
+            raise BuildError(f"{name} {value!r} does not exist: this model has {name}s 0-{count - 1}")
+    if head is not None and layer is None and not as_json:
+        raise BuildError("a head is numbered within its layer: give --layer too")
+    encoding, output = run_sentence(model, sentence)
+    tokens = list(encoding.tokens)
+    attentions = output.attentions  # [L, H, n, n]
+    if as_json:
+        return json.dumps(
+            {"tokens": tokens, "attentions": np.round(attentions.astype(np.float64), 6).tolist()},
+            ensure_ascii=False,
+        )
+    if layer is None:
+        return _summary_grid(tokens, attentions)
+    if head is None:
+        return _layer_breakdown(tokens, attentions[layer], layer, n_layers)
+    return _matrix_table(tokens, attentions[layer, head], layer, head)
