@@ -188,6 +188,29 @@ ERROR_CASES = {
         ["lab.yaml:8:13: error: cannot read the claim 'The => cat': write 'query -> key', 'query -> key1, key2' "
          "or 'query -> key1, key2 (>= 60%)'"],
     ),
+    "claim-with-a-long-run-of-spaces": (  # once a catastrophic backtrack: minutes for 600 spaces
+        sentence_yaml("text: The cat/NOUN sat/VERB on the mat/NOUN", "claims:", "  syntax:",
+                      "    - on ->" + " " * 600 + "mat("),
+        ["lab.yaml:8:13: error: cannot read the claim 'on ->" + " " * 600 + "mat(': write 'query -> key', "
+         "'query -> key1, key2' or 'query -> key1, key2 (>= 60%)'"],
+    ),
+    "claim-superscript-occurrence": (
+        sentence_yaml("text: The cat/NOUN saw/VERB the cat/NOUN", "claims:", "  syntax:", "    - saw -> cat#\u00b2"),
+        ["lab.yaml:8:20: error: 'cat#\u00b2': the sentence has 2 'cat'; write cat#1 … cat#2"],
+    ),
+    "claim-share-in-arabic-indic-digits": (
+        sentence_yaml("text: The cat/NOUN sat/VERB", "claims:", "  syntax:", "    - sat -> cat (>= \u0667\u0660%)"),
+        ["lab.yaml:8:13: error: cannot read the claim 'sat -> cat (>= \u0667\u0660%)': write 'query -> key', "
+         "'query -> key1, key2' or 'query -> key1, key2 (>= 60%)'"],
+    ),
+    "sentences-a-number": (
+        "widget:\n  prompt: Hi.\n  sentences: 3\n",
+        ["lab.yaml:3:14: error: 'sentences' must be a list, not a number"],
+    ),
+    "sentences-true": (
+        "widget:\n  prompt: Hi.\n  sentences: true\n",
+        ["lab.yaml:3:14: error: 'sentences' must be a list, not true/false"],
+    ),
     "default-unknown-sentence": (
         "widget:\n  prompt: Hi.\n  default: {sentence: cat-mta, query: sat}\n  sentences:\n"
         "    - id: cat-mat\n      text: The cat/NOUN sat/VERB\n",

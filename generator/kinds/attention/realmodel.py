@@ -32,12 +32,38 @@ from generator.errors import BuildError, ContentError, Diagnostic, did_you_mean,
 from generator.kinds.attention.widget import read_word
 from generator.source import Reader
 
-_RELATION = re.compile(r"^\s*(?P<query>\S+)\s*->\s*(?P<key>\S+)\s*\(\s*(?P<type>[A-Za-z][\w -]*?)\s*\)\s*$")
+_RELATION_TYPE = re.compile(r"[A-Za-z][\w -]*")  # one character class after a literal: linear time
 CHECKPOINT_HELP = (
     "put a BERT-family checkpoint (config.json, model.safetensors, vocab.txt) in a local folder — "
     "e.g. sentence-transformers/all-MiniLM-L6-v2 — and run `labs heads --model DIR` to store its attention "
     "(see README: Real model heads)"
 )
+
+
+def parse_relation(text: str) -> tuple[str, str, str] | None:
+    """``query -> key (type)`` as (query, key, type), or None when it does not read so.
+
+    Parsed by hand (a regular expression with optional spaces around a lazy group
+    backtracked quadratically on long lines of spaces)."""
+    text = text.strip()
+    if not text.endswith(")") or "(" not in text:
+        return None
+    paren = text.rfind("(")
+    kind = text[paren + 1 : -1].strip()
+    if not _RELATION_TYPE.fullmatch(kind):
+        return None
+    words = text[:paren].split()
+    if len(words) == 3 and words[1] == "->":
+        query, key = words[0], words[2]
+    elif len(words) == 2 and words[0].endswith("->") and len(words[0]) > 2:
+        query, key = words[0][:-2], words[1]
+    elif len(words) == 2 and words[1].startswith("->") and len(words[1]) > 2:
+        query, key = words[0], words[1][2:]
+    elif len(words) == 1 and "->" in words[0].strip("->"):
+        query, _, key = words[0].rpartition("->")
+    else:
+        return None
+    return query, key, kind
 
 
 @dataclass(frozen=True)
@@ -91,20 +117,20 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
                 text = reader.string(sw + (i,), multiline=False)
                 if text is None or sentence is None:
                     continue
-                m = _RELATION.match(text)
-                if not m:
+                m = parse_relation(text)
+                if m is None:
                     reader.error(sw + (i,), f"relation {text!r} should read 'query -> key (type)', e.g. 'sat -> cat (subject)'")
                     continue
                 words = sentence.queries
-                q = read_word(reader, sw + (i,), m["query"], words)
-                k = read_word(reader, sw + (i,), m["key"], words)
+                q = read_word(reader, sw + (i,), m[0], words)
+                k = read_word(reader, sw + (i,), m[1], words)
                 if q is None or k is None:
                     continue
                 if q == k:
                     reader.error(sw + (i,), "a relation links two different words")
                     continue
                 line, col = reader.doc.position(sw + (i,))
-                relations.append(Relation(sentence_id, q, k, m["type"].strip(), (reader.doc.path, line, col)))
+                relations.append(Relation(sentence_id, q, k, m[2], (reader.doc.path, line, col)))
     if not (name and cache):
         return None
     line, col = reader.doc.position(where, key=True)

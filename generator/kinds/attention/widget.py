@@ -63,9 +63,48 @@ from generator.source import Reader
 
 PAYLOAD_VERSION = 1
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
-_CLAIM = re.compile(
-    r"\s*(?P<query>[^\s,>]+)\s*->\s*(?P<keys>[^()]*?)\s*(?:\(\s*>=\s*(?P<share>\d+(?:\.\d+)?)\s*%\s*\))?\s*"
-)
+# The claim's optional "(>= 60%)": every \s* sits between literals, so it matches in linear
+# time; [0-9], not \d, so that "٧" or "²" is not read as a digit.
+_SHARE = re.compile(r"\(\s*>=\s*(?P<share>[0-9]+(?:\.[0-9]+)?)\s*%\s*\)")
+
+
+@dataclass(frozen=True)
+class ClaimParts:
+    """A claim's pieces as written, with their offsets in the claim's text."""
+
+    query: str
+    query_start: int
+    keys: str  # "cat, mat" (not yet split)
+    keys_start: int
+    share: str | None  # "60" of "(>= 60%)"
+
+
+def parse_claim(text: str) -> ClaimParts | None:
+    """``query -> key1, key2 (>= 60%)`` split into its parts, or None when it does not read so.
+
+    Parsed by hand in one pass (a regular expression with a lazy group between optional
+    spaces backtracked catastrophically on a long line of spaces)."""
+    arrow = text.find("->")
+    if arrow < 0:
+        return None
+    head = text[:arrow]
+    query = head.strip()
+    if not query or any(c.isspace() or c in ",>" for c in query):
+        return None
+    keys_from = arrow + 2
+    rest = text[keys_from:]
+    paren = rest.find("(")
+    share = None
+    if paren >= 0:
+        match = _SHARE.fullmatch(rest[paren:].rstrip())
+        if match is None:
+            return None
+        share = match.group("share")
+        rest = rest[:paren]
+    if "(" in rest or ")" in rest:
+        return None
+    keys = rest.strip()
+    return ClaimParts(query, len(head) - len(head.lstrip()), keys, keys_from + len(rest) - len(rest.lstrip()), share)
 
 
 @dataclass(frozen=True)
@@ -136,7 +175,8 @@ def read_widget(reader: Reader, where: tuple) -> WidgetSpec | None:
     head_ids = _read_heads(reader, where + ("heads",)) if "heads" in mapping else teaching.DEFAULT_HEADS
     sentences: list[SentenceSpec] = []
     first_seen: dict[str, int] = {}
-    for i, _ in enumerate(reader.sequence(where + ("sentences",)) or []):
+    written = reader.sequence(where + ("sentences",)) or []
+    for i, _ in enumerate(written):
         sentence = _read_sentence(reader, where + ("sentences", i), head_ids)
         if sentence is None:
             continue
@@ -147,7 +187,7 @@ def read_widget(reader: Reader, where: tuple) -> WidgetSpec | None:
         first_seen[sentence.id] = i
         sentences.append(sentence)
     written_ids = {reader.value(where + ("sentences", i, "id"))
-                   for i in range(len(reader.value(where + ("sentences",)) or []))}
+                   for i in range(len(written))}
     default = _read_default(reader, where + ("default",), head_ids, sentences, written_ids) if "default" in mapping else None
     if len(reader.diags.items) > before or prompt is None or not sentences or not head_ids:
         return None
@@ -275,17 +315,17 @@ def _read_claim(reader: Reader, where: tuple, head_id: str, query_words, key_wor
     text = reader.string(where, multiline=False)
     if text is None:
         return None
-    match = _CLAIM.fullmatch(text)
-    keys_text = match.group("keys") if match else ""
-    if match is None or not keys_text or any(not k.strip() or " " in k.strip() for k in keys_text.split(",")):
+    parts = parse_claim(text)
+    keys_text = parts.keys if parts else ""
+    if parts is None or not keys_text or any(not k.strip() or " " in k.strip() for k in keys_text.split(",")):
         reader.error(where, f"cannot read the claim {text!r}: write 'query -> key', 'query -> key1, key2' "
                             "or 'query -> key1, key2 (>= 60%)'")
         return None
     before = len(reader.diags.items)
-    query = _claim_word(reader, where, text, match.start("query"), match.group("query"), query_words,
+    query = _claim_word(reader, where, text, parts.query_start, parts.query, query_words,
                         "the queries" if cross else "the sentence")
     keys: list[int] = []
-    offset = match.start("keys")
+    offset = parts.keys_start
     for piece in keys_text.split(","):
         word = piece.strip()
         index = _claim_word(reader, where, text, offset + piece.index(word), word, key_words,
@@ -297,8 +337,8 @@ def _read_claim(reader: Reader, where: tuple, head_id: str, query_words, key_wor
             reader.error(where, f"claim {text!r} names {word!r} twice")
         keys.append(index)
     share = None
-    if match.group("share") is not None:
-        share = float(match.group("share")) / 100
+    if parts.share is not None:
+        share = float(parts.share) / 100
         if not 0 < share <= 1:
             reader.error(where, f"the share in claim {text!r} must be between 0% and 100%")
     if len(reader.diags.items) > before or query is None:
@@ -315,7 +355,7 @@ def find_word(written: str, words: Sequence[str], among: str = "the sentence") -
     if not hits:
         return f"no word {base!r} in {among}{did_you_mean(base, words)}; words: {' '.join(words)}"
     if hash_:
-        if not nth.isdigit() or not 1 <= int(nth) <= len(hits):
+        if not (nth.isascii() and nth.isdigit()) or not 1 <= int(nth) <= len(hits):
             return f"{written!r}: {among} has {len(hits)} {base!r}; write {base}#1 … {base}#{len(hits)}"
         return hits[int(nth) - 1]
     if len(hits) > 1:
