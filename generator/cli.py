@@ -7,7 +7,6 @@ Exit codes follow Click's convention: 0 success, 1 content or build errors (prin
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
@@ -89,7 +88,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _base_url(value: str) -> str:
     """``--base-url`` must be absolute, as ``base_url`` in site.yaml must; anything else is a usage error."""
-    if not re.match(r"^https?://[^\s/]+(/\S*)?$", value):
+    from generator.content import valid_base_url
+
+    if not valid_base_url(value):
         raise argparse.ArgumentTypeError(f"{value!r} is not an absolute http(s) URL such as https://example.org/labs/")
     return value
 

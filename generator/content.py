@@ -24,12 +24,30 @@ from typing import Callable
 
 from generator.errors import ContentError, Diagnostic, Diagnostics, SiteError, did_you_mean, display_path
 from generator.kinds import LabKind, get_kind, kind_names
-from generator.markdown_render import RenderedMarkdown, render_markdown, slugify
+from generator.markdown_render import MarkdownLimit, RenderedMarkdown, render_markdown, slugify
 from generator.model import (Card, Content, FaqItem, Lab, LegendItem, Option, Question, Quiz, Section, Site, Topic,
                              quiz_storage_key)
 from generator.source import Reader, YamlDoc, load_yaml, read_text
 
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?")
+_LANGUAGE = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*")  # BCP 47's shape: en, en-GB, zh-Hant-TW, de-CH-1996
+
+
+def valid_base_url(url: str) -> bool:
+    """An absolute http(s) URL with a plain host and nothing a URL must not hold unescaped
+    (spaces, quotes, angle brackets, backslashes, control characters)."""
+    if any(c.isspace() or c in "\"'<>\\`{}|^" or not c.isprintable() or not c.isascii() for c in url):
+        return False
+    scheme, _, rest = url.partition("://")
+    host = rest.split("/", 1)[0]
+    return scheme in ("http", "https") and bool(_HOST.fullmatch(host))
+
+
+def valid_language(tag: str) -> bool:
+    """A language tag shaped like BCP 47 (``en``, ``en-GB``, ``pt-BR``, ``zh-Hant``)."""
+    return bool(_LANGUAGE.fullmatch(tag))
+MAX_LAB_NUMBER = 999  # shown as two or three digits ("07") on cards and pages
 LAB_FILES = ("lab.yaml", "faq.yaml", "quiz.yaml")
 QUESTION_KINDS = ("single", "multiple")  # every lab has these; a lab kind may add its own
 LAB_KEYS = ("number", "title", "tagline", "topic", "summary", "gist")  # required of every lab
@@ -74,7 +92,14 @@ class _Loader:
             self.diags.extend(exc)
             return None
         shown = display_path(path, self.root.parent)
-        rendered = render_markdown(text, links.resolve)
+        try:
+            rendered = render_markdown(text, links.resolve)
+        except MarkdownLimit as exc:
+            line = text.count("\n", 0, exc.offset) + 1
+            column = exc.offset - (text.rfind("\n", 0, exc.offset) + 1) + 1
+            self.diags.add(Diagnostic(shown, line, column, exc.message, text.splitlines()[line - 1][:200]
+                                      if text.splitlines() else ""))
+            return None
         self.check_markdown(rendered, shown, text, links)
         return rendered, shown
 
@@ -83,8 +108,13 @@ class _Loader:
         text = reader.string(where, required=required)
         if text is None:
             return None
-        rendered = render_markdown(text, links.resolve)
         doc = reader.doc
+        try:
+            rendered = render_markdown(text, links.resolve)
+        except MarkdownLimit as exc:
+            line, col = doc.position(where)
+            self.diags.add(doc.diagnostic_at(line, col, exc.message))
+            return None
         for problem in rendered.math_problems:
             line, col = doc.locate(where, problem.tex.strip())
             self.diags.add(doc.diagnostic_at(line, col, problem.message))
@@ -134,7 +164,7 @@ class _Loader:
                 seen.add(slug)
                 topics.append(Topic(slug, title, blurb.strip()))
         base_url = r.string(("base_url",), required=False, multiline=False) or ""
-        if base_url and not re.match(r"^https?://[^\s/]+(/\S*)?$", base_url):
+        if base_url and not valid_base_url(base_url):
             r.error(("base_url",), f"base_url {base_url!r} must be an absolute http(s) URL such as https://example.org/labs/")
             base_url = ""
         if base_url and not base_url.endswith("/"):
@@ -146,11 +176,15 @@ class _Loader:
                 r.error(("labs", i), f"lab {slug!r} is listed twice")
             elif slug:
                 order.append(slug)
+        language = r.string(("language",), required=False, multiline=False) or "en"
+        if not valid_language(language):
+            r.error(("language",), f"language {language!r} must be a language tag such as en, en-GB or pt-BR")
+            language = "en"
         site = Site(
             title=r.string(("title",), multiline=False) or "",
             description=(r.string(("description",)) or "").strip(),
             base_url=base_url,
-            language=r.string(("language",), required=False, multiline=False) or "en",
+            language=language,
             topics=tuple(topics),
             lab_order=tuple(order),
         )
@@ -174,7 +208,7 @@ class _Loader:
         if r.mapping((), required=("kind",) + LAB_KEYS + kind.required,
                      optional=LAB_OPTIONAL_KEYS + tuple(k for k in kind.keys if k not in kind.required)) is None:
             return None
-        number = r.integer(("number",), minimum=0)
+        number = r.integer(("number",), minimum=0, maximum=MAX_LAB_NUMBER)
         lab_title = r.string(("title",), multiline=False)
         subtitle = r.string(("subtitle",), required=False, multiline=False) or ""
         tagline = r.string(("tagline",))

@@ -57,6 +57,64 @@ _ATTRIBUTES = {
 _URL_SCHEMES = {"http", "https", "mailto", "lab", "topic", "index"}
 
 
+# Python-Markdown's inline parser scans from every '[', '(' and '<' to the character that closes
+# it; unclosed or deeply nested ones make a paragraph quadratic (10,000 '[' took 10 s). Inputs
+# whose scans would add up to more than this many characters are refused before parsing, as
+# is Markdown longer than MAX_MARKDOWN_CHARS (a 2 MB file took over a minute).
+MAX_MARKDOWN_CHARS = 200_000
+MAX_SCAN_CHARS = 2_000_000
+_CLOSERS = {"[": "]", "(": ")", "<": ">"}
+_TOO_COSTLY = ("this paragraph has too many unclosed or deeply nested brackets ('[', '(' or '<') for the "
+               "Markdown parser; close them, or escape them as \\[ \\( \\<")
+_SCANNED = re.compile(r"[\[\]()<>]|\n[ \t]*\n")
+
+
+class MarkdownLimit(ValueError):
+    """Markdown too large or too costly to parse; ``offset`` is where in the source it shows."""
+
+    def __init__(self, offset: int, message: str):
+        super().__init__(message)
+        self.offset = offset
+        self.message = message
+
+
+def check_limits(source: str) -> None:
+    """Raise :class:`MarkdownLimit` for text the Markdown parser would take too long over (linear time)."""
+    if len(source) > MAX_MARKDOWN_CHARS:
+        raise MarkdownLimit(0, f"Markdown text of {len(source):,} characters is over the limit of "
+                               f"{MAX_MARKDOWN_CHARS:,}; split it into several files or sections")
+    cost = 0
+    open_at: dict[str, list[int]] = {"[": [], "(": [], "<": []}
+
+    def close_block(end: int) -> int:
+        total = 0
+        for stack in open_at.values():
+            total += sum(end - at for at in stack)
+            stack.clear()
+        return total
+
+    paragraph = 0  # where the current paragraph starts: the place an error points to
+    for m in _SCANNED.finditer(source):
+        c, at = m.group(), m.start()
+        if c in open_at:
+            open_at[c].append(at)
+        elif c == ">":
+            cost += sum(at - o for o in open_at["<"])
+            open_at["<"].clear()
+        elif c in "])":
+            stack = open_at["[" if c == "]" else "("]
+            if stack:
+                cost += at - stack.pop()
+        else:  # a blank line ends the paragraph: whatever is still open is scanned to here
+            cost += close_block(at)
+        if cost > MAX_SCAN_CHARS:
+            raise MarkdownLimit(paragraph, _TOO_COSTLY)
+        if c.startswith("\n"):
+            paragraph = m.end()
+    if cost + close_block(len(source)) > MAX_SCAN_CHARS:
+        raise MarkdownLimit(paragraph, _TOO_COSTLY)
+
+
 @dataclass
 class MathProblem:
     tex: str
@@ -244,7 +302,8 @@ def _plain_paragraph(source: str) -> str | None:
 def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
     """Render ``source``. ``resolve_link(href) -> str | None`` rewrites ``lab:``/``topic:`` links
     (return None to leave an href unchanged); problems with links are checked by the caller
-    from :attr:`RenderedMarkdown.links`."""
+    from :attr:`RenderedMarkdown.links`. Raises :class:`MarkdownLimit` for text over the limits."""
+    check_limits(source)
     simple = _plain_paragraph(source.strip("\n"))
     if simple is not None:
         return RenderedMarkdown(html=simple, text=" ".join(source.split()))

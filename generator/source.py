@@ -259,17 +259,22 @@ class Reader:
             return None
         return text.strip() if not multiline else text
 
-    def integer(self, where: Where, *, required: bool = True, minimum: int | None = None) -> int | None:
+    def integer(self, where: Where, *, required: bool = True, minimum: int | None = None,
+                maximum: int | None = None) -> int | None:
         value = self.value(where)
         if value is None:
             return None
-        if isinstance(value, str) and value.strip().isdigit():
-            value = int(value)
+        digits = value.strip() if isinstance(value, str) else ""
+        if digits.isascii() and digits.isdigit() and len(digits) <= 18:  # ASCII only: '٧' and '²' are not 7 and 2
+            value = int(digits)
         if isinstance(value, bool) or not isinstance(value, int):
             self.error(where, f"{_label(where)} must be a whole number, not {_kind(value)}")
             return None
         if minimum is not None and value < minimum:
             self.error(where, f"{_label(where)} must be at least {minimum}")
+            return None
+        if maximum is not None and value > maximum:
+            self.error(where, f"{_label(where)} must be at most {maximum}")
             return None
         return value
 

@@ -17,6 +17,8 @@ import pytest
 import yaml
 
 from generator.cli import main
+from generator.errors import ContentError
+from generator.markdown_render import MarkdownLimit
 
 ROOT = Path(__file__).resolve().parent.parent
 THEME = ROOT / "theme"
@@ -159,6 +161,27 @@ CASES = [
                       "base_url: attention-labs.github.io", "base_url: |attention-labs",
                       "base_url 'attention-labs.github.io' must be an absolute http(s) URL such as "
                       "https://example.org/labs/"), id="base-url-not-absolute"),
+    pytest.param(Case("content/site.yaml", "base_url: https://attention-labs.github.io/",
+                      'base_url: \'https://x.org/"><script>\'', "base_url: |'https",
+                      "base_url 'https://x.org/\"><script>' must be an absolute http(s) URL such as "
+                      "https://example.org/labs/"), id="base-url-with-markup"),
+    pytest.param(Case("content/site.yaml", "language: en", "language: english please", "language: |english",
+                      "language 'english please' must be a language tag such as en, en-GB or pt-BR"),
+                 id="language-not-a-tag"),
+    pytest.param(Case(LAB + "lab.yaml", "number: 07", "number: \u00b2", "number: |\u00b2",
+                      "'number' must be a whole number, not text"), id="number-superscript-digit"),
+    pytest.param(Case(LAB + "lab.yaml", "number: 07", "number: \u0667", "number: |\u0667",
+                      "'number' must be a whole number, not text"), id="number-arabic-indic-digit"),
+    pytest.param(Case(LAB + "lab.yaml", "number: 07", "number: 1000000000000000000000000000000", "number: |1000",
+                      "'number' must be at most 999"), id="number-too-large"),
+    pytest.param(Case(LAB + "quiz.yaml", "query: sat", "query: sat#\u00b2", "query: |sat#",
+                      "'sat#\u00b2': the sentence has 1 'sat'; write sat#1 … sat#1"), id="quiz-query-superscript"),
+    pytest.param(Case(LAB + "gist.md", "**softmax**", "[" * 5000, None,
+                      "this paragraph has too many unclosed or deeply nested brackets ('[', '(' or '<') for the "
+                      "Markdown parser; close them, or escape them as \\[ \\( \\<"), id="markdown-unclosed-brackets"),
+    pytest.param(Case(LAB + "gist.md", "**softmax**", "word " * 50_000, None,
+                      "Markdown text of 250,510 characters is over the limit of 200,000; split it into several "
+                      "files or sections"), id="markdown-too-large"),
     # -- answer keys ---------------------------------------------------------------------------
     pytest.param(Case(LAB + "quiz.yaml", "      - text: Exactly 1\n        correct: true\n", "      - text: Exactly 1\n",
                       "      |- text: Exactly 1", "no option is marked 'correct: true'"), id="single-without-correct"),
@@ -284,3 +307,65 @@ def test_an_id_used_twice_on_a_page_is_an_error_at_the_heading(tmp_path, monkeyp
     assert code == 1
     assert err == [f"{LAB}code.md:{line}:1: error: id 'quiz' is used twice on labs/attention/index.html; "
                    "links to #quiz would land on the first", "1 error; nothing was written"]
+
+
+# -- every author-facing pattern is linear-time ------------------------------------------------
+# A guard, not a benchmark: 100 KB of the text that made a backtracking pattern stall (long runs
+# of spaces between the parts it looks for) must be read, or refused, in well under a second.
+
+LINE = 100_000
+
+
+def _author_facing_parsers():
+    import re as _re
+
+    from generator.attention import teaching
+    from generator.content import SLUG_RE, valid_base_url, valid_language
+    from generator.kinds.attention.realmodel import parse_relation
+    from generator.kinds.attention.widget import find_word, parse_claim
+    from generator.markdown_render import render_markdown, slugify
+
+    spaces = " " * LINE
+
+    def sentence(text):
+        try:
+            teaching.parse_sentence(text)
+        except teaching.TaggingError:
+            pass
+
+    return {
+        "claim-spaces-then-paren": lambda: parse_claim("on ->" + spaces + "mat("),
+        "claim-spaces-in-share": lambda: parse_claim("a -> b (>=" + spaces + "6"),
+        "claim-many-keys": lambda: parse_claim("a -> " + "b, " * (LINE // 3)),
+        "claim-many-arrows": lambda: parse_claim("a" + " ->" * (LINE // 3)),
+        "relation-spaces": lambda: parse_relation("a ->" + spaces + "b (x" + spaces + "y"),
+        "relation-many-arrows": lambda: parse_relation("->" * (LINE // 2) + " (x)"),
+        "sentence-words": lambda: sentence("the/DET " * (LINE // 8)),
+        "sentence-punctuation": lambda: sentence("(" * LINE + "a"),
+        "sentence-number": lambda: sentence("1," * (LINE // 2) + "x"),
+        "word-occurrence": lambda: find_word("the#" + "9" * 4000, ["the"] * 3),  # int() of 4300+ digits refuses
+        "slug": lambda: SLUG_RE.match("a-" * (LINE // 2) + "_"),
+        "slugify": lambda: slugify("a -" * (LINE // 3)),
+        "base-url": lambda: valid_base_url("https://" + "a" * LINE + spaces),
+        "language": lambda: valid_language("en" + "-a" * (LINE // 2) + "_"),
+        "markdown-spaces": lambda: render_markdown("on ->" + spaces + "mat("),
+        "markdown-brackets": lambda: render_markdown("[" * LINE),
+        "markdown-angles": lambda: render_markdown("<a " * (LINE // 3)),
+        "markdown-links": lambda: render_markdown("[a](" * (LINE // 4)),
+        "markdown-math": lambda: render_markdown("$a " * (LINE // 3)),
+        "markdown-emphasis": lambda: render_markdown("*a _b " * (LINE // 6)),
+        "id-pattern": lambda: _re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*").fullmatch("a" * LINE + "!"),
+    }
+
+
+@pytest.mark.parametrize("name", list(_author_facing_parsers()))
+def test_every_author_facing_pattern_is_linear_time(name):
+    import time
+
+    parse = _author_facing_parsers()[name]
+    started = time.perf_counter()
+    try:
+        parse()
+    except (ContentError, MarkdownLimit):
+        pass  # refused with an error is as good as read
+    assert time.perf_counter() - started < 0.5, f"{name}: 100 KB took {time.perf_counter() - started:.1f} s"
