@@ -14,7 +14,10 @@ import multiprocessing
 import os
 import re
 import shutil
+import signal
+import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -178,6 +181,43 @@ def _link_problem(content: Content, page: str, href: str, message: str) -> Diagn
 PARALLEL_MIN_LABS = 16
 
 
+def _pause_for_tests(point: str) -> None:
+    """Hold the build at ``point`` when ``LABS_TEST_PAUSE_AT`` names it, after saying so on
+    stderr: the crash-safety tests SIGKILL a real build there."""
+    if os.environ.get("LABS_TEST_PAUSE_AT") == point:
+        os.write(2, f"paused at {point}\n".encode())
+        time.sleep(60)
+
+
+def _die_with_parent() -> None:
+    """Pool worker initializer: end this worker when the build that started it is gone.
+
+    A build killed with SIGKILL cannot tear its pool down, and orphaned workers would hold
+    its stdout and stderr open forever (a CI job or editor reading them would hang). On
+    Linux the kernel is asked to send SIGKILL when the parent dies (prctl PR_SET_PDEATHSIG:
+    immediate, and it needs no cooperation from the dying parent). Everywhere, and as a
+    second line on Linux (the signal follows the thread that forked, not the process), a
+    daemon thread checks twice a second that the parent is still ours and exits if not."""
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="labs-parent-watch", daemon=True).start()
+
+
 @contextmanager
 def lab_pool(content_dir: Path):
     """``map`` over labs: in worker processes for a large site on a machine with several cores,
@@ -188,7 +228,7 @@ def lab_pool(content_dir: Path):
         yield map
         return
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_die_with_parent) as pool:
         yield lambda fn, items: pool.map(fn, items, chunksize=max(1, n_labs // (workers * 4)))
 
 
@@ -217,6 +257,7 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
             report(f"loaded {len(content.labs)} lab{'s' * (len(content.labs) != 1)} from "
                    f"{display_path(content_dir)}/ ({time.perf_counter() - started:.2f} s)")
         t = time.perf_counter()
+        _pause_for_tests("compute")
         try:  # the labs that loaded are computed even when others have mistakes: one run, every error
             payloads = compute(content, options, report, map_labs)
         except ContentError as exc:
@@ -257,28 +298,109 @@ def guard_output(output: Path, content_dir: Path, theme_dir: Path | None) -> Non
                          "empty it or choose another --output", display_path(output))
 
 
+_LITTER = re.compile(r"\.(?P<name>.+)-(?:new|old)-(?P<pid>[0-9]+)-[^/]*")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. PermissionError: someone else's process
+        return True
+    return True
+
+
+def _is_ours(folder: Path) -> bool:
+    """A folder a build wrote: it holds our marker, or it is still empty (killed right after mkdtemp)."""
+    try:
+        if not any(folder.iterdir()):
+            return True
+        marker = folder / MARKER
+        return marker.is_file() and not marker.is_symlink() and marker.read_bytes() == MARKER_TEXT
+    except OSError:
+        return False
+
+
+def clean_litter(output: Path) -> None:
+    """Remove the ``.NAME-new-PID-*`` and ``.NAME-old-PID-*`` folders that killed builds left beside
+    ``output`` — only those whose build process is gone and that carry our marker. When the
+    output itself is missing (a build killed between the two renames of the fallback swap), the
+    previous site waiting in ``.NAME-old-*`` is put back first."""
+    parent = output.resolve().parent
+    if not parent.is_dir():
+        return
+    litter = []
+    for entry in sorted(parent.iterdir()):
+        m = _LITTER.fullmatch(entry.name)
+        if m and m["name"] == output.name and entry.is_dir() and not entry.is_symlink() \
+                and int(m["pid"]) != os.getpid() and not _alive(int(m["pid"])) and _is_ours(entry):
+            litter.append(entry)
+    if not os.path.lexists(output):
+        old = [e for e in litter if "-old-" in e.name and (e / MARKER).is_file()]
+        if old:
+            os.rename(old[0], output)
+            litter.remove(old[0])
+            log.warning("put the previous site back from %s (a build was killed mid-swap)", old[0].name)
+    for entry in litter:
+        shutil.rmtree(entry, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    errno = ctypes.get_errno()
+    if errno in (38, 22, 95):  # ENOSYS, EINVAL (file system without it), EOPNOTSUPP
+        return False
+    raise OSError(errno, os.strerror(errno))
+
+
 def write_site(files: dict[str, bytes], output: Path) -> None:
-    """Write ``files`` into a temporary folder beside ``output``, then swap it in."""
+    """Write ``files`` into a temporary folder beside ``output``, then swap it in.
+
+    The swap exchanges the two folders in one step where the OS can (Linux), so the output
+    path is never missing; elsewhere it is two renames, and a build killed between them is
+    repaired by the next one (:func:`clean_litter`)."""
     output = Path(output)
     parent = output.resolve().parent
     parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}-new-", dir=parent))
+    clean_litter(output)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}-new-{os.getpid()}-", dir=parent))
     try:
+        (tmp / MARKER).write_bytes(MARKER_TEXT)  # first, so a killed build's folder is provably ours
         for rel, data in sorted(files.items()):
             target = tmp / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
+            _pause_for_tests("write")
         os.chmod(tmp, 0o755)
+        target = output.resolve() if output.is_symlink() else output
+        if target.exists() and _exchange(tmp, target):
+            shutil.rmtree(tmp, ignore_errors=True)  # now the previous site
+            return
         old = None
-        if output.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{output.name}-old-", dir=parent))
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{output.name}-old-{os.getpid()}-", dir=parent))
             os.rmdir(old)
-            os.replace(output, old)
+            os.replace(target, old)
+            _pause_for_tests("swap")
         try:
-            os.replace(tmp, output)
+            os.replace(tmp, target)
         except OSError:
             if old is not None:
-                os.replace(old, output)  # put the previous site back
+                os.replace(old, target)  # put the previous site back
             raise
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
@@ -299,6 +421,7 @@ def build(content_dir: Path, theme_dir: Path | None, output: Path, base_url: str
     theme_dir = Path(theme_dir) if theme_dir is not None else None
     if theme_dir is not None and not theme_dir.is_dir():
         raise BuildError("theme folder not found", display_path(theme_dir))
+    clean_litter(output)
     guard_output(output, content_dir, theme_dir)
     files, content = build_files(content_dir, theme_dir, base_url, report, options)
     write_site(files, output)

@@ -186,6 +186,7 @@ def test_a_failed_write_puts_the_previous_site_back(project, monkeypatch):
         return real_replace(src, dst)
 
     monkeypatch.setattr(generator.build.os, "replace", failing_swap)
+    monkeypatch.setattr(generator.build, "_exchange", lambda a, b: False)  # a file system without renameat2
     (project / "content/labs/beta/gist.md").write_text("Changed.\n", encoding="utf-8")
     with pytest.raises(BuildError) as exc:
         build(project / "content", project / "theme", project / "site")
@@ -293,3 +294,145 @@ def test_template_mistakes_name_the_template_line(project, expression, message):
     column = len(text.splitlines()[line - 1]) - len(text.splitlines()[line - 1].lstrip()) + 1
     assert [str(d) for d in exc.value.diagnostics] == [
         f"theme/templates/lab.html:{line}:{column}: error: template error: {message}"]
+
+
+# -- crash safety: real SIGKILLs of a real build ----------------------------------------------------
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.add(int(entry.name))
+    return found
+
+
+def _orphans_of(project: Path) -> list[int]:
+    """Processes adopted by init (or a subreaper) that are builds of ``project``: python running the generator there."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if b"generator" in cmdline and cwd == str(project):
+            found.append(int(entry.name))
+    return found
+
+
+def _start_paused_build(project: Path, point: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k not in ("LABS_SERIAL", "SOURCE_DATE_EPOCH")}
+    env["LABS_TEST_PAUSE_AT"] = point
+    proc = subprocess.Popen([sys.executable, "-m", "generator", "build", "--content", "content", "--theme", "theme",
+                             "--output", "site"], cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    import select
+    import time
+
+    deadline, seen = time.monotonic() + 60, b""
+    while f"paused at {point}".encode() not in seen:
+        assert time.monotonic() < deadline and proc.poll() is None, f"the build never reached {point}: {seen!r}"
+        if select.select([proc.stderr], [], [], 1)[0]:
+            seen += os.read(proc.stderr.fileno(), 4096)
+    return proc
+
+
+@pytest.fixture
+def big_project(project):
+    """The fixtures with enough labs for the build to use its process pool."""
+    for i in range(generator.build.PARALLEL_MIN_LABS + 2):
+        copy = project / f"content/labs/copy-{i:02d}"
+        shutil.copytree(project / "content/labs/alpha", copy)
+        lab = copy / "lab.yaml"
+        lab.write_text(lab.read_text(encoding="utf-8").replace("number: 1\n", f"number: {10 + i}\n", 1),
+                       encoding="utf-8")
+    return project
+
+
+@pytest.mark.parametrize("point", ["compute", "write"])
+def test_a_killed_build_leaves_no_stray_process_no_litter_and_the_site_intact(big_project, point):
+    import select
+    import signal
+    import time
+
+    project = big_project
+    build(project / "content", project / "theme", project / "site")
+    before = tree(project / "site")
+    proc = _start_paused_build(project, point)
+    workers = _children(proc.pid)
+    if point == "compute" and (os.cpu_count() or 1) >= 2:
+        assert workers, "the build should be using its process pool here"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while _orphans_of(project) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _orphans_of(project) == []
+    # nothing holds the killed build's pipes open: a reader gets end-of-file at once
+    for pipe in (proc.stdout, proc.stderr):
+        deadline = time.monotonic() + 5
+        while select.select([pipe], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            if os.read(pipe.fileno(), 65536) == b"":
+                break
+        else:
+            pytest.fail("a pipe of the killed build is still held open")
+    proc.stdout.close()
+    proc.stderr.close()
+    assert tree(project / "site") == before
+    build(project / "content", project / "theme", project / "site")  # the next build cleans up after it
+    assert sorted(os.listdir(project)) == ["content", "site", "theme"]
+    assert tree(project / "site") == before
+
+
+def test_a_build_killed_between_the_two_renames_is_repaired_by_the_next(project):
+    """Where the OS cannot exchange two folders in one step, the swap is two renames; a kill
+    between them leaves no site, the previous one in .site-old-*: the next build puts it back."""
+    build(project / "content", project / "theme", project / "site")
+    before = tree(project / "site")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    os.rename(project / "site", project / f".site-old-{dead.pid}-x1")
+    half = project / f".site-new-{dead.pid}-x2"
+    half.mkdir()
+    (half / MARKER).write_bytes(generator.build.MARKER_TEXT)
+    (half / "index.html").write_text("half written")
+    empty = project / f".site-new-{dead.pid}-x3"  # killed right after it was made
+    empty.mkdir()
+    build(project / "content", project / "theme", project / "site")
+    assert sorted(os.listdir(project)) == ["content", "site", "theme"]
+    assert tree(project / "site") == before
+
+
+def test_litter_that_is_not_provably_ours_is_left_alone(project):
+    build(project / "content", project / "theme", project / "site")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    foreign = project / f".site-new-{dead.pid}-mine"  # no marker: someone else's folder
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me")
+    live = project / f".site-new-{os.getppid()}-busy"  # a build that is still running
+    live.mkdir()
+    (live / MARKER).write_bytes(generator.build.MARKER_TEXT)
+    build(project / "content", project / "theme", project / "site")
+    assert (foreign / "notes.txt").read_text() == "keep me" and live.is_dir()
+
+
+def test_the_swap_exchanges_the_folders_in_one_step(project, monkeypatch):
+    """On Linux the output path is never missing: no rename moves it away before the new one arrives."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("renameat2 is Linux's")
+    build(project / "content", project / "theme", project / "site")
+    moved = []
+    real_replace = os.replace
+    monkeypatch.setattr(generator.build.os, "replace", lambda a, b: moved.append((a, b)) or real_replace(a, b))
+    (project / "content/labs/beta/gist.md").write_text("Changed.\n", encoding="utf-8")
+    build(project / "content", project / "theme", project / "site")
+    assert moved == []
+    assert "Changed." in (project / "site/labs/beta/index.html").read_text(encoding="utf-8")
