@@ -8,7 +8,8 @@ Sanitising policy: authors may write raw HTML in Markdown, but the rendered HTML
 through nh3 (an allow-list sanitiser) before it reaches a page. Scripts, event-handler
 attributes, ``style`` attributes, iframes, forms and unknown tags are removed; links keep only
 safe schemes and get ``rel="noopener noreferrer"``. MathML is produced by us from the TeX
-source after sanitising, never taken from the author's HTML.
+source and put in before sanitising, so the sanitiser (with a MathML allow-list) sees the
+final HTML.
 
 Internal links use ``lab:SLUG``, ``lab:SLUG#anchor``, ``topic:SLUG`` and ``index:``; they are
 rewritten to relative URLs so the site works from any folder, sub-path or file://.
@@ -307,12 +308,25 @@ def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
     simple = _plain_paragraph(source.strip("\n"))
     if simple is not None:
         return RenderedMarkdown(html=simple, text=" ".join(source.split()))
+    reserved = _RESERVED.search(source)
+    if reserved:
+        raise MarkdownLimit(reserved.start(), f"the private-use character U+{ord(reserved.group()):04X} is reserved "
+                                              "for the generator's own use; remove it")
     md, state, links = _converter()
-    html = md.convert(source)
+    try:
+        html = md.convert(source)
+    except RecursionError:  # Python-Markdown recurses once per level of nested lists or quotes
+        _local.converter = None  # its state is left half-way: start afresh next time
+        raise MarkdownLimit(_deepest_line(source), "lists or quotes are nested too deeply for the Markdown "
+                                                   "parser; flatten them") from None
+    # Math goes in before sanitising, so the sanitiser sees the final HTML (with a MathML allow-list).
+    html = re.sub("<p>\\s*(\ue000math(\\d+)\ue001)\\s*</p>",  # display math is a block, not in a <p>
+                  lambda m: m.group(1) if state.pieces[int(m.group(2))].startswith("<div") else m.group(0), html)
+    html = _MATH_TOKEN_RE.sub(lambda m: state.pieces[int(m.group(1))], html)
     html = nh3.clean(
         html,
-        tags=_TAGS,
-        attributes=_ATTRIBUTES,
+        tags=_TAGS | _MATHML_TAGS,
+        attributes=_ALL_ATTRIBUTES,
         url_schemes=_URL_SCHEMES,
         link_rel="noopener noreferrer",
     )
@@ -324,11 +338,25 @@ def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
 
         html = re.sub(r'href="([^"]*)"', rewrite, html)
     html = _WHITESPACE_SPAN.sub(r"\1", html)  # Pygments wraps plain spaces in spans nothing styles
-    text = plain_text(html)
-    html = re.sub("<p>\\s*(\ue000math(\\d+)\ue001)\\s*</p>",  # display math is a block, not in a <p>
-                  lambda m: m.group(1) if state.pieces[int(m.group(2))].startswith("<div") else m.group(0), html)
-    html = _MATH_TOKEN_RE.sub(lambda m: state.pieces[int(m.group(1))], html)
+    text = plain_text(_MATH_ELEMENT.sub("", html))
     return RenderedMarkdown(html=html, text=text, math_problems=list(state.problems), links=list(links))
+
+
+_RESERVED = re.compile("[\ue000\ue001]")  # the math placeholder's delimiters
+_MATH_ELEMENT = re.compile(r"<math[\s>].*?</math>", re.S)
+_ALL_ATTRIBUTES = {**_ATTRIBUTES, **{tag: set(_MATHML_ATTRIBUTES["*"]) | _MATHML_ATTRIBUTES.get(tag, set())
+                                     for tag in _MATHML_TAGS}}
+
+
+def _deepest_line(source: str) -> int:
+    """Offset of the line that starts with the most indentation, quote or list marks."""
+    best, best_at, at = -1, 0, 0
+    for line in source.split("\n"):
+        depth = len(line) - len(line.lstrip(" \t>-*+"))
+        if depth > best:
+            best, best_at = depth, at
+        at += len(line) + 1
+    return best_at
 
 
 def escape_attr(value: str) -> str:

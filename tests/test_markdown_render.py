@@ -120,3 +120,33 @@ def test_math_cannot_smuggle_html(tex):
 def test_text_in_math_is_escaped():
     html = render_markdown(r"$\text{R&D} a<b$").html
     assert "<mtext>R&amp;D</mtext>" in html and "<mo>&lt;</mo>" in html
+
+
+# -- input that once crashed or fooled the renderer -------------------------------------------------
+
+
+def test_a_list_nested_a_thousand_levels_is_refused_at_its_deepest_line():
+    from generator.markdown_render import MarkdownLimit
+
+    source = "Intro.\n\n" + "- " * 1000 + "deep\n"  # "- - x" is a list inside a list
+    with pytest.raises(MarkdownLimit) as exc:
+        render_markdown(source)
+    assert exc.value.offset == len("Intro.\n\n")
+    assert exc.value.message == "lists or quotes are nested too deeply for the Markdown parser; flatten them"
+
+
+@pytest.mark.parametrize("text", ["\ue000math0\ue001", "<abbr title=\"\ue000math0\ue001\">x</abbr> $x$",
+                                  "\ue000math9\ue001"], ids=["bare", "in-an-attribute", "out-of-range"])
+def test_the_math_placeholder_characters_are_refused(text):
+    from generator.markdown_render import MarkdownLimit
+
+    with pytest.raises(MarkdownLimit) as exc:
+        render_markdown(text)
+    assert exc.value.message == ("the private-use character U+E000 is reserved for the generator's own use; "
+                                 "remove it")
+
+
+def test_mathml_is_in_place_before_sanitising_and_survives_it():
+    html = render_markdown('<abbr title="$x$">a</abbr> and $\\sqrt{d}$ <span onclick="x()">b</span>').html
+    assert "<msqrt>" in html and "onclick" not in html
+    assert 'title="<math' not in html  # MathML never lands unescaped inside an attribute
