@@ -134,9 +134,13 @@ def _raw_file(tmp_path: Path, header: bytes | dict, data: bytes = b"", length: i
         ({"x": {"dtype": "F32", "shape": [2], "data_offsets": [8, 4]}}, b"\0" * 8, None, "fall outside"),
         ({"x": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}, b"\0" * 8, None, "needs 12 bytes"),
         ({"__metadata__": {"a": 1}}, b"", None, "__metadata__"),
+        (b'{"x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", b"", None, "nested too deeply"),
+        ({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+          "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}}, b"\0" * 12, None, "'a' and 'b' overlap"),
     ],
     ids=["empty-header", "bad-json", "not-object", "length-too-big", "missing-keys", "unknown-dtype",
-         "negative-shape", "offsets-past-end", "offsets-reversed", "size-mismatch", "bad-metadata"],
+         "negative-shape", "offsets-past-end", "offsets-reversed", "size-mismatch", "bad-metadata", "deeply-nested",
+         "overlapping-offsets"],
 )  # fmt: skip
 def test_bad_safetensors_is_a_build_error_naming_the_file(tmp_path, header, data, length, message):
     path = _raw_file(tmp_path, header, data, length)
@@ -184,6 +188,14 @@ def _copy_checkpoint(src: Path, dst: Path) -> Path:
     return dst
 
 
+def _poison(folder: Path, name: str, value: float) -> None:
+    path = folder / "model.safetensors"
+    tensors = load_safetensors(path)
+    tensors[name] = tensors[name].copy()
+    tensors[name].flat[3] = value
+    save_safetensors(path, tensors)
+
+
 def _edit_config(folder: Path, **changes) -> None:
     path = folder / "config.json"
     config = json.loads(path.read_text())
@@ -212,12 +224,25 @@ def _edit_config(folder: Path, **changes) -> None:
         (lambda f: (f / "model.safetensors").unlink(), "model.safetensors", "not found"),
         (lambda f: (f / "model.safetensors").rename(f / "pytorch_model.bin"), "model.safetensors", "convert it once"),
         (lambda f: (f / "model.safetensors").write_bytes(b"\x10" + b"\0" * 7 + b"{}"), "model.safetensors", "does not fit"),
+        (lambda f: _edit_config(f, num_hidden_layers=10**7), "config.json",
+         "'num_hidden_layers' is 10000000, more than this reader accepts (128)"),
+        (lambda f: _edit_config(f, vocab_size=10**9), "config.json", "'vocab_size' is 1000000000, more than"),
+        (lambda f: (f / "config.json").write_text("[" * 100_000 + "]" * 100_000), "config.json", "nested too deeply"),
+        (lambda f: _poison(f, "encoder.layer.1.attention.self.key.weight", np.nan), "model.safetensors",
+         "tensor 'encoder.layer.1.attention.self.key.weight' holds NaN or infinite values"),
+        (lambda f: _poison(f, "embeddings.LayerNorm.weight", np.inf), "model.safetensors",
+         "tensor 'embeddings.LayerNorm.weight' holds NaN or infinite values"),
+        (lambda f: (f / "tokenizer_config.json").write_text('{"do_lower_case": "false"}'), "tokenizer_config.json",
+         "'do_lower_case' must be true, false or null, not 'false'"),
+        (lambda f: (f / "tokenizer_config.json").write_text('{"strip_accents": 5}'), "tokenizer_config.json",
+         "'strip_accents' must be true, false or null, not 5"),
         (lambda f: (f / "vocab.txt").unlink(), "vocab.txt", "not found"),
         (lambda f: (f / "vocab.txt").write_text("[CLS]\n[SEP]\n[UNK]\n" + "x\n" * 200), "vocab.txt", "vocab_size=160"),
     ],
     ids=["not-bert", "missing-key", "heads-do-not-divide", "string-number", "unknown-activation",
          "relative-positions", "bad-json", "no-config", "too-few-layers", "wrong-shape", "wrong-vocab-size",
-         "no-weights", "only-pytorch-bin", "corrupt-weights", "no-vocab", "vocab-too-big"],
+         "no-weights", "only-pytorch-bin", "corrupt-weights", "huge-layer-count", "huge-vocab", "deeply-nested-config",
+         "nan-weight", "inf-weight", "lower-case-as-text", "strip-accents-a-number", "no-vocab", "vocab-too-big"],
 )  # fmt: skip
 def test_bad_checkpoint_folder_is_a_build_error_naming_the_file(tiny_dir, tmp_path, breakage, file, message):
     folder = _copy_checkpoint(tiny_dir, tmp_path / "model")

@@ -256,6 +256,20 @@ _REQUIRED_INT_KEYS = (
 )
 
 
+# Far beyond any BERT-family checkpoint (BERT-large: 24 layers, 16 heads, d = 1024, f = 4096,
+# 512 positions, 30k-120k words), but small enough that a crafted config.json cannot make
+# the reader build millions of tensor names or allocate gigabytes before checking the file.
+CONFIG_LIMITS = {
+    "vocab_size": 1_000_000,
+    "hidden_size": 8192,
+    "num_hidden_layers": 128,
+    "num_attention_heads": 256,
+    "intermediate_size": 65_536,
+    "max_position_embeddings": 65_536,
+    "type_vocab_size": 1024,
+}
+
+
 def read_config(path: Path) -> BertConfig:
     """Parse and check a BERT ``config.json``; :class:`BuildError` naming it for anything else."""
     shown = display_path(path)
@@ -269,6 +283,8 @@ def read_config(path: Path) -> BertConfig:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise BuildError(f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", path=shown) from None
+    except RecursionError:
+        raise BuildError("config is nested too deeply to be a model configuration", path=shown) from None
     if not isinstance(data, dict):
         raise BuildError("config must be a JSON object", path=shown)
 
@@ -288,6 +304,8 @@ def read_config(path: Path) -> BertConfig:
     for key, value in numbers.items():
         if type(value) is not int or value <= 0:
             raise BuildError(f"{key!r} must be a positive integer, not {value!r}", path=shown)
+        if value > CONFIG_LIMITS[key]:  # checked before any tensor name is built or any memory allocated
+            raise BuildError(f"{key!r} is {value}, more than this reader accepts ({CONFIG_LIMITS[key]:,})", path=shown)
     eps = data.get("layer_norm_eps", 1e-12)
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < 1:
         raise BuildError(f"'layer_norm_eps' must be a small positive number, not {eps!r}", path=shown)
@@ -377,6 +395,9 @@ def load_weights(path: Path, config: BertConfig, dtype: type = np.float32) -> Be
             raise BuildError(f"tensor {key!r} has dtype {info.dtype}; weights must be floating point", path=shown)
         stored[name] = key
     arrays = load_safetensors(path, list(stored.values()), float_dtype=dtype)
+    for key in stored.values():  # NaN or inf would flow into every attention weight and into --json
+        if not np.isfinite(arrays[key]).all():
+            raise BuildError(f"tensor {key!r} holds NaN or infinite values", path=shown)
     t = {name: arrays[key] for name, key in stored.items()}
 
     def linear(name: str) -> np.ndarray:  # HF [out, in] -> our [in, out], contiguous for fast matmul

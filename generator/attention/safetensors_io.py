@@ -107,6 +107,8 @@ def read_header(path: Path) -> SafetensorsHeader:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _fail(path, f"safetensors header is not valid UTF-8 JSON ({exc})") from None
+    except RecursionError:
+        raise _fail(path, "safetensors header is nested too deeply to be a safetensors header") from None
     if not isinstance(header, dict):
         raise _fail(path, "safetensors header is not a JSON object")
 
@@ -139,6 +141,10 @@ def read_header(path: Path) -> SafetensorsHeader:
                 f"tensor {name!r}: {dtype} {shape} needs {expected} bytes but data_offsets {offsets} span {offsets[1] - offsets[0]}",
             )
         tensors[name] = TensorInfo(name, dtype, tuple(shape), data_start + offsets[0], data_start + offsets[1])
+    spans = sorted((t.begin, t.end, t.name) for t in tensors.values() if t.end > t.begin)
+    for (_, end, first), (start, _, second) in zip(spans, spans[1:]):
+        if start < end:
+            raise _fail(path, f"tensors {first!r} and {second!r} overlap in the data buffer")
     return SafetensorsHeader(path, tensors, metadata)
 
 

@@ -106,15 +106,19 @@ def load_tokenizer(model_dir: Path) -> WordPieceTokenizer:
     if config_path.is_file():
         try:
             settings = json.loads(config_path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise BuildError(f"cannot read tokenizer settings: {exc}", path=display_path(config_path)) from None
         if not isinstance(settings, dict):
             raise BuildError("tokenizer settings must be a JSON object", path=display_path(config_path))
+    for key in ("do_lower_case", "strip_accents", "tokenize_chinese_chars"):
+        value = settings.get(key)
+        if value is not None and not isinstance(value, bool):  # "false" would read as true
+            raise BuildError(f"{key!r} must be true, false or null, not {value!r}", path=display_path(config_path))
     tokenizer = WordPieceTokenizer(
         vocab=vocab,
-        lower_case=bool(settings.get("do_lower_case", True)),
+        lower_case=settings.get("do_lower_case", True) is not False,
         strip_accents=settings.get("strip_accents"),
-        tokenize_chinese_chars=bool(settings.get("tokenize_chinese_chars", True)),
+        tokenize_chinese_chars=settings.get("tokenize_chinese_chars", True) is not False,
     )
     missing = [t for t in (tokenizer.cls_token, tokenizer.sep_token, tokenizer.unk_token) if t not in vocab]
     if missing:
