@@ -436,3 +436,12 @@ def test_the_swap_exchanges_the_folders_in_one_step(project, monkeypatch):
     build(project / "content", project / "theme", project / "site")
     assert moved == []
     assert "Changed." in (project / "site/labs/beta/index.html").read_text(encoding="utf-8")
+
+
+def test_a_symlinked_output_stays_a_link_and_the_folder_it_points_to_is_rebuilt(project):
+    (project / "real-site").mkdir()
+    (project / "site").symlink_to(project / "real-site", target_is_directory=True)
+    build(project / "content", project / "theme", project / "site")
+    build(project / "content", project / "theme", project / "site")
+    assert (project / "site").is_symlink() and (project / "real-site/index.html").is_file()
+    assert sorted(os.listdir(project)) == ["content", "real-site", "site", "theme"]
