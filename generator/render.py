@@ -340,6 +340,7 @@ class Renderer:
             page,
             lab=lab,
             kind=kind,
+            payload=self.payloads[lab.slug],
             topic=self.content.topic(lab.topic),
             lab_json=json_for_script(data.embedded),
             prev_lab=prev_lab,
