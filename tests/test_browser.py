@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import re
 import threading
 from dataclasses import dataclass, field
@@ -892,3 +893,71 @@ def test_script_in_content_is_shown_as_text_and_never_runs(page, sites, watch, w
     click_word(page, 1, "cat", "Syntax")
     assert sum(percentages(page)) == 100
     assert watch.dialogs == [], f"a script in the content ran: {watch.dialogs}"
+
+
+# -- progress: save to a file, load it back ----------------------------------------------------
+
+def _storage(page) -> dict:
+    return page.evaluate("Object.fromEntries(Object.keys(localStorage).sort().map(k => [k, JSON.parse(localStorage[k])]))")
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_progress_saved_to_a_file_comes_back_after_storage_is_wiped(page, shipped, quiz_total, tmp_path, where):
+    open_lab(page, shipped, where)
+    page.get_by_role("button", name="Mark this lab done").click()
+    page.locator("#quiz-click-sat").get_by_role("button", name="cat", exact=True).click()
+    page.locator("#quiz-sum-to-one").get_by_label("The number of words in the sentence").click()
+    check(page.locator("#quiz-sum-to-one"))
+    before = _storage(page)
+    assert len(before) == 2  # the done marks and this quiz's answers
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Save my progress").click()
+    saved = tmp_path / "progress.json"
+    info.value.save_as(saved)
+    data = json.loads(saved.read_text(encoding="utf-8"))
+    assert data["format"] == "attention-labs/progress" and data["items"] == before
+
+    page.evaluate("localStorage.clear()")
+    page.reload()
+    expect(page.get_by_role("button", name="Mark this lab done")).to_have_attribute("aria-pressed", "false")
+    expect(page.locator("#quiz-score")).to_have_text(f"0 / {quiz_total} right first time")
+
+    with page.expect_file_chooser() as chooser:
+        page.get_by_role("button", name="Load progress…").first.click()
+    chooser.value.set_files(str(saved))
+    expect(page.get_by_role("button", name="Mark this lab done")).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("#quiz-score")).to_have_text(f"1 / {quiz_total} right first time")
+    expect(page.locator("#quiz-sum-to-one .quiz-feedback")).to_contain_text("Not quite.")
+    assert _storage(page) == before
+
+
+@pytest.mark.parametrize("content,reason", [
+    ("not json", "is not valid JSON"),
+    ('{"format": "something-else", "version": 1, "items": {}}', 'is not a progress file'),
+    ('{"format": "attention-labs/progress", "version": 2, "items": {}}', "is version 2; this site reads version 1"),
+    ('{"format": "attention-labs/progress", "version": 1, "items": {"other-site:x": {}}}', "does not belong to this site"),
+    ('{"format": "attention-labs/progress", "version": 1, "items": {"attention-labs:v1": {"done": [1]}}}',
+     "is not in the expected shape"),
+], ids=["not-json", "other-format", "other-version", "foreign-key", "bad-shape"])
+def test_a_bad_progress_file_is_refused_with_the_reason_and_changes_nothing(page, shipped, tmp_path, content, reason):
+    open_lab(page, shipped, "http")
+    page.get_by_role("button", name="Mark this lab done").click()
+    before = _storage(page)
+    bad = tmp_path / "bad.json"
+    bad.write_text(content, encoding="utf-8")
+    with page.expect_file_chooser() as chooser:
+        page.get_by_role("button", name="Load progress…").first.click()
+    chooser.value.set_files(str(bad))
+    message = page.locator("[data-progress-message]").first
+    expect(message).to_contain_text(f"Not loaded: bad.json")
+    expect(message).to_contain_text(reason)
+    expect(message).to_contain_text("Nothing changed.")
+    assert _storage(page) == before
+
+
+def test_the_index_forgets_done_marks_of_labs_that_are_gone(page, shipped):
+    page.goto(shipped.url("http"))
+    page.evaluate('localStorage.setItem("attention-labs:v1", JSON.stringify({done: ["attention", "no-such-lab"]}))')
+    page.reload()
+    expect(page.locator("[data-progress-count]")).to_have_text(f"1 / {len(shipped.labs)} labs done")
+    assert _storage(page)["attention-labs:v1"] == {"done": ["attention"]}
