@@ -288,8 +288,11 @@ class _Loader:
     def kind(self, r: Reader) -> LabKind | None:
         """The lab kind named by ``kind:`` (reported at that line when unknown)."""
         root = r.value(())
-        if not isinstance(root, dict) or "kind" not in root:
-            r.mapping((), required=("kind",), optional=tuple(root) if isinstance(root, dict) else ())
+        if not isinstance(root, dict):
+            r.mapping((), required=("kind",))
+            return None
+        if "kind" not in root:
+            r.error((), f"missing required key 'kind': name the lab's kind, one of: {', '.join(kind_names())}")
             return None
         name = r.string(("kind",), multiline=False)
         if name is None:

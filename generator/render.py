@@ -276,7 +276,8 @@ class Renderer:
             has_asset=self.asset_names.__contains__,
             url=url,
             labs_total=len(self.content.labs),
-            site_json=json_for_script({"labs": [lab.slug for lab in self.content.labs], "storage": PROGRESS_STORAGE_KEY}),
+            # The same few bytes on every page, whatever the number of labs: a page lists no other lab.
+            site_json=json_for_script({"storage": PROGRESS_STORAGE_KEY, "total": len(self.content.labs)}),
             **extra,
         )
         return html.encode("utf-8")
@@ -340,6 +341,7 @@ class Renderer:
             page,
             lab=lab,
             kind=kind,
+            payload=self.payloads[lab.slug],
             topic=self.content.topic(lab.topic),
             lab_json=json_for_script(data.embedded),
             prev_lab=prev_lab,

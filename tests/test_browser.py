@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import re
 import threading
 from dataclasses import dataclass, field
@@ -491,25 +492,30 @@ def quiz_total() -> int:
     return len(quiz["questions"])
 
 
-def test_quiz_wrong_answer_explains_then_retry_and_right(page, shipped, quiz_total):
+def check(q):
+    q.get_by_role("button", name="Check").click()
+
+
+def test_quiz_wrong_answer_explains_then_retry_is_practice(page, shipped, quiz_total):
     open_lab(page, shipped, "http")
     score = page.locator("#quiz-score")
-    expect(score).to_have_text(f"0 / {quiz_total} correct")
+    expect(score).to_have_text(f"0 / {quiz_total} right first time")
     q = page.locator("#quiz-sum-to-one")
 
     q.get_by_label("The number of words in the sentence").click()
     feedback = q.locator(".quiz-feedback[role=status]")
+    expect(feedback).to_have_text("")  # picking is not answering
+    check(q)
     expect(feedback).to_have_text("Not quite. The answer: Exactly 1.")
     wrong_why = q.locator('.quiz-option:has(input:not([data-correct])) .quiz-why:visible')
     expect(wrong_why).to_have_count(1)
     expect(wrong_why).to_contain_text("Not this one.")
-    expect(wrong_why).to_contain_text("That would be the total if every word got a weight of 1")
     right_why = q.locator('.quiz-option:has(input[data-correct]) .quiz-why')
     expect(right_why).to_be_visible()
     expect(right_why).to_contain_text("The answer.")
     for radio in q.get_by_role("radio").all():
         expect(radio).to_be_disabled()
-    expect(score).to_have_text(f"0 / {quiz_total} correct")
+    expect(score).to_have_text(f"0 / {quiz_total} right first time")
 
     retry = q.get_by_role("button", name="Try again")
     expect(retry).to_be_focused()
@@ -522,50 +528,70 @@ def test_quiz_wrong_answer_explains_then_retry_and_right(page, shipped, quiz_tot
         expect(radio).not_to_be_checked()
 
     q.get_by_label("Exactly 1").click()
-    expect(feedback).to_have_text("Correct!")
-    expect(score).to_have_text(f"1 / {quiz_total} correct")
+    check(q)
+    expect(feedback).to_have_text("Right on a later try — practice: the score counts first answers.")
+    expect(q.get_by_role("button", name="Try again")).to_be_hidden()  # no retry after a right answer
+    expect(score).to_have_text(f"0 / {quiz_total} right first time")
+
+
+def test_quiz_arrow_keys_move_between_options_and_never_grade(page, shipped, quiz_total):
+    open_lab(page, shipped, "http")
+    q = page.locator("#quiz-sum-to-one")
+    radios = q.get_by_role("radio")
+    radios.first.focus()
+    for key in ("ArrowDown", "ArrowDown", "ArrowUp", "ArrowDown"):
+        page.keyboard.press(key)
+        expect(q.locator(".quiz-feedback[role=status]")).to_have_text("")
+        expect(radios.first).to_be_enabled()
+    chosen = q.locator("input:checked")
+    expect(chosen).to_have_count(1)
+    right = chosen.get_attribute("data-correct") is not None
+    page.keyboard.press("Enter")  # Enter on an option is Check
+    expect(q.locator(".quiz-feedback[role=status]")).to_have_text(
+        "Correct!" if right else re.compile(r"^Not quite\. The answer: "))
+    expect(page.locator("#quiz-score")).to_have_text(f"{int(right)} / {quiz_total} right first time")
 
 
 def test_quiz_tick_all_that_apply(page, shipped, quiz_total):
     open_lab(page, shipped, "http")
     q = page.locator("#quiz-multi-head")
     feedback = q.locator(".quiz-feedback[role=status]")
-    check = q.get_by_role("button", name="Check")
-    check.click()
+    check(q)
     expect(feedback).to_have_text("Tick at least one option, then Check.")
     q.get_by_label("Each head has its own query, key and value projections").click()
-    check.click()
+    check(q)
     expect(feedback).to_contain_text("Not quite. The answer: Each head has its own query, key and value projections; ")
     expect(feedback).to_contain_text("outputs are combined by concatenating them")
     expect(q.locator(".quiz-why:visible", has_text="Missed — this one is true.")).to_have_count(1)
     q.get_by_role("button", name="Try again").click()
     q.get_by_label("Each head has its own query, key and value projections").click()
     q.get_by_label("combined by concatenating them").click()
-    check.click()
-    expect(feedback).to_have_text("Correct!")
-    expect(page.locator("#quiz-score")).to_have_text(f"1 / {quiz_total} correct")
+    check(q)
+    expect(feedback).to_have_text("Right on a later try — practice: the score counts first answers.")
+    expect(page.locator("#quiz-score")).to_have_text(f"0 / {quiz_total} right first time")
 
 
 def test_quiz_click_the_word_and_see_it_in_the_spotlight(page, shipped, quiz_total):
     open_lab(page, shipped, "http")
     q = page.locator("#quiz-click-sat")
     feedback = q.locator(".quiz-feedback[role=status]")
-    q.get_by_role("button", name="mat", exact=True).click()
-    expect(feedback).to_have_text("Not quite. The answer: cat.")
-    expect(q.get_by_role("button", name="mat", exact=True)).to_have_attribute("aria-pressed", "true")
-    expect(q.get_by_text("A verb looks for its subject")).to_be_visible()
-    q.get_by_role("button", name="Try again").click()
-    expect(feedback).to_have_text("")
-    # Keyboard this time: Tab onto "cat" and press Enter.
+    # The prompt's own word is not an answer button, and says so when clicked.
+    query = q.locator("[data-not-an-answer]")
+    expect(query).to_contain_text("sat")
+    expect(q.get_by_role("button", name="sat", exact=True)).to_have_count(0)
+    query.click()
+    expect(feedback).to_have_text("“sat” is the query — the word doing the looking. Click the word it attends to most.")
+    expect(page.locator("#quiz-score")).to_have_text(f"0 / {quiz_total} right first time")
+    # Keyboard: Tab onto "cat" and press Enter — the first answer, so it counts.
     cat = q.get_by_role("button", name="cat", exact=True)
     tab_to(page, cat)
     page.keyboard.press("Enter")
     expect(feedback).to_have_text("Correct!")
-    expect(page.locator("#quiz-score")).to_have_text(f"1 / {quiz_total} correct")
+    expect(page.locator("#quiz-score")).to_have_text(f"1 / {quiz_total} right first time")
+    expect(q.get_by_role("button", name="Try again")).to_be_hidden()
 
     # The explanation links to the view it talks about, wherever the spotlight is now.
     sentence_select(page).select_option("animal")
-    expect(pressed(page)).to_have_text("The")
     q.get_by_role("link", name="See it in the spotlight").click()
     expect(sentence_select(page)).to_have_value("cat-mat")
     expect(head_select(page)).to_have_value("syntax")
@@ -573,16 +599,46 @@ def test_quiz_click_the_word_and_see_it_in_the_spotlight(page, shipped, quiz_tot
     expect(page.locator("#sl-caption")).to_have_text(caption_for("sat", "Syntax"))
 
 
+def test_quiz_a_wrong_word_then_the_right_one_is_practice(page, shipped, quiz_total):
+    open_lab(page, shipped, "http")
+    q = page.locator("#quiz-click-sat")
+    feedback = q.locator(".quiz-feedback[role=status]")
+    q.get_by_role("button", name="mat", exact=True).click()
+    expect(feedback).to_have_text("Not quite. The answer: cat.")
+    expect(q.get_by_role("button", name="mat", exact=True)).to_have_attribute("aria-pressed", "true")
+    q.get_by_role("button", name="Try again").click()
+    q.get_by_role("button", name="cat", exact=True).click()
+    expect(feedback).to_have_text("Right on a later try — practice: the score counts first answers.")
+    expect(page.locator("#quiz-score")).to_have_text(f"0 / {quiz_total} right first time")
+
+
+def test_quiz_no_empty_explanation(page, shipped):
+    """After an answer the explanation shows only when there is something to explain."""
+    open_lab(page, shipped, "http")
+    for q in page.locator("fieldset.quiz-q").all():
+        details = q.locator("details.quiz-answer")
+        if q.locator(".quiz-choices").count():
+            q.locator(".quiz-choices [data-option]").first.click()
+        else:
+            q.locator("input").first.check()
+            check(q)
+        if details.is_visible():
+            expect(details.locator(".quiz-explanation, .quiz-extra")).not_to_have_count(0)
+            assert details.inner_text().strip() != "Explanation"
+
+
 @pytest.mark.parametrize("where", WHERE)
 def test_quiz_answers_survive_a_reload_until_reset(page, shipped, quiz_total, where):
     open_lab(page, shipped, where)
     page.locator("#quiz-sum-to-one").get_by_label("Exactly 1").click()
+    check(page.locator("#quiz-sum-to-one"))
     page.locator("#quiz-scaling").get_by_label("To make attention faster to compute").click()
+    check(page.locator("#quiz-scaling"))
     page.locator("#quiz-click-sat").get_by_role("button", name="cat", exact=True).click()
-    expect(page.locator("#quiz-score")).to_have_text(f"2 / {quiz_total} correct")
+    expect(page.locator("#quiz-score")).to_have_text(f"2 / {quiz_total} right first time")
 
     page.reload()
-    expect(page.locator("#quiz-score")).to_have_text(f"2 / {quiz_total} correct")
+    expect(page.locator("#quiz-score")).to_have_text(f"2 / {quiz_total} right first time")
     expect(page.locator("#quiz-sum-to-one").locator(".quiz-feedback[role=status]")).to_have_text("Correct!")
     expect(page.locator("#quiz-sum-to-one").get_by_label("Exactly 1")).to_be_checked()
     expect(page.locator("#quiz-scaling").locator(".quiz-feedback[role=status]")).to_contain_text("Not quite.")
@@ -590,16 +646,18 @@ def test_quiz_answers_survive_a_reload_until_reset(page, shipped, quiz_total, wh
     expect(page.locator("#quiz-qkv").locator(".quiz-feedback[role=status]")).to_have_text("")
 
     page.get_by_role("button", name="Reset the quiz").click()
-    expect(page.locator("#quiz-score")).to_have_text(f"0 / {quiz_total} correct")
+    expect(page.locator("#quiz-score")).to_have_text(f"0 / {quiz_total} right first time")
     expect(page.locator("#quiz .quiz-feedback:not(:empty)")).to_have_count(0)
     expect(page.locator("#quiz input:checked")).to_have_count(0)
     page.reload()
-    expect(page.locator("#quiz-score")).to_have_text(f"0 / {quiz_total} correct")
+    expect(page.locator("#quiz-score")).to_have_text(f"0 / {quiz_total} right first time")
     expect(page.locator("#quiz .quiz-feedback:not(:empty)")).to_have_count(0)
     expect(page.locator("#quiz-sum-to-one").get_by_label("Exactly 1")).to_be_enabled()
+    # After a reset, a first answer counts again.
+    page.locator("#quiz-sum-to-one").get_by_label("Exactly 1").click()
+    check(page.locator("#quiz-sum-to-one"))
+    expect(page.locator("#quiz-score")).to_have_text(f"1 / {quiz_total} right first time")
 
-
-# -- progress --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("where", WHERE)
 def test_mark_done_survives_a_reload_and_shows_on_the_index(page, shipped, where):
@@ -835,3 +893,71 @@ def test_script_in_content_is_shown_as_text_and_never_runs(page, sites, watch, w
     click_word(page, 1, "cat", "Syntax")
     assert sum(percentages(page)) == 100
     assert watch.dialogs == [], f"a script in the content ran: {watch.dialogs}"
+
+
+# -- progress: save to a file, load it back ----------------------------------------------------
+
+def _storage(page) -> dict:
+    return page.evaluate("Object.fromEntries(Object.keys(localStorage).sort().map(k => [k, JSON.parse(localStorage[k])]))")
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_progress_saved_to_a_file_comes_back_after_storage_is_wiped(page, shipped, quiz_total, tmp_path, where):
+    open_lab(page, shipped, where)
+    page.get_by_role("button", name="Mark this lab done").click()
+    page.locator("#quiz-click-sat").get_by_role("button", name="cat", exact=True).click()
+    page.locator("#quiz-sum-to-one").get_by_label("The number of words in the sentence").click()
+    check(page.locator("#quiz-sum-to-one"))
+    before = _storage(page)
+    assert len(before) == 2  # the done marks and this quiz's answers
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Save my progress").click()
+    saved = tmp_path / "progress.json"
+    info.value.save_as(saved)
+    data = json.loads(saved.read_text(encoding="utf-8"))
+    assert data["format"] == "attention-labs/progress" and data["items"] == before
+
+    page.evaluate("localStorage.clear()")
+    page.reload()
+    expect(page.get_by_role("button", name="Mark this lab done")).to_have_attribute("aria-pressed", "false")
+    expect(page.locator("#quiz-score")).to_have_text(f"0 / {quiz_total} right first time")
+
+    with page.expect_file_chooser() as chooser:
+        page.get_by_role("button", name="Load progress…").first.click()
+    chooser.value.set_files(str(saved))
+    expect(page.get_by_role("button", name="Mark this lab done")).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("#quiz-score")).to_have_text(f"1 / {quiz_total} right first time")
+    expect(page.locator("#quiz-sum-to-one .quiz-feedback")).to_contain_text("Not quite.")
+    assert _storage(page) == before
+
+
+@pytest.mark.parametrize("content,reason", [
+    ("not json", "is not valid JSON"),
+    ('{"format": "something-else", "version": 1, "items": {}}', 'is not a progress file'),
+    ('{"format": "attention-labs/progress", "version": 2, "items": {}}', "is version 2; this site reads version 1"),
+    ('{"format": "attention-labs/progress", "version": 1, "items": {"other-site:x": {}}}', "does not belong to this site"),
+    ('{"format": "attention-labs/progress", "version": 1, "items": {"attention-labs:v1": {"done": [1]}}}',
+     "is not in the expected shape"),
+], ids=["not-json", "other-format", "other-version", "foreign-key", "bad-shape"])
+def test_a_bad_progress_file_is_refused_with_the_reason_and_changes_nothing(page, shipped, tmp_path, content, reason):
+    open_lab(page, shipped, "http")
+    page.get_by_role("button", name="Mark this lab done").click()
+    before = _storage(page)
+    bad = tmp_path / "bad.json"
+    bad.write_text(content, encoding="utf-8")
+    with page.expect_file_chooser() as chooser:
+        page.get_by_role("button", name="Load progress…").first.click()
+    chooser.value.set_files(str(bad))
+    message = page.locator("[data-progress-message]").first
+    expect(message).to_contain_text(f"Not loaded: bad.json")
+    expect(message).to_contain_text(reason)
+    expect(message).to_contain_text("Nothing changed.")
+    assert _storage(page) == before
+
+
+def test_the_index_forgets_done_marks_of_labs_that_are_gone(page, shipped):
+    page.goto(shipped.url("http"))
+    page.evaluate('localStorage.setItem("attention-labs:v1", JSON.stringify({done: ["attention", "no-such-lab"]}))')
+    page.reload()
+    expect(page.locator("[data-progress-count]")).to_have_text(f"1 / {len(shipped.labs)} labs done")
+    assert _storage(page)["attention-labs:v1"] == {"done": ["attention"]}

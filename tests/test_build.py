@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import generator.build
-from generator.build import MARKER, build, check
+from generator.build import MARKER, build, build_files, check
 from generator.errors import BuildError, ContentError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -445,3 +445,26 @@ def test_a_symlinked_output_stays_a_link_and_the_folder_it_points_to_is_rebuilt(
     build(project / "content", project / "theme", project / "site")
     assert (project / "site").is_symlink() and (project / "real-site/index.html").is_file()
     assert sorted(os.listdir(project)) == ["content", "real-site", "site", "theme"]
+
+
+def test_a_lab_page_does_not_grow_with_the_number_of_labs(tmp_path):
+    """What a page carries about other labs is constant: at 200 labs a lab page is at most
+    1 KB larger than at 1 lab (the pager names its two neighbours, nothing lists them all)."""
+    from generator.scaffold import new_lab
+
+    sizes = {}
+    for n in (1, 200):
+        content = tmp_path / f"c{n}" / "content"
+        shutil.copytree(ROOT / "content", content)
+        for extra in sorted(p.name for p in (content / "labs").iterdir()):
+            if extra != "attention":
+                shutil.rmtree(content / "labs" / extra)
+        site_yaml = content / "site.yaml"
+        site_yaml.write_text(re.sub(r"(?ms)^labs:\n(  - .*\n)+", "labs:\n  - attention\n",
+                                    site_yaml.read_text(encoding="utf-8")), encoding="utf-8")
+        for i in range(n - 1):
+            new_lab(content, f"extra-{i:03d}", kind="sampling")
+        files, _ = build_files(content, None)
+        sizes[n] = len(files["labs/attention/index.html"])
+        assert sum(p.startswith("labs/") and p.endswith("/index.html") for p in files) == n
+    assert sizes[200] - sizes[1] <= 1000, sizes

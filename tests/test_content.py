@@ -23,6 +23,7 @@ from generator.markdown_render import MarkdownLimit
 ROOT = Path(__file__).resolve().parent.parent
 THEME = ROOT / "theme"
 LAB = "content/labs/attention/"
+GIST = (ROOT / LAB / "gist.md").read_text(encoding="utf-8")  # its length goes into one message
 FOLDER, DELETE, WHOLE = object(), object(), object()  # special edits: a folder instead, no file, whole file
 
 
@@ -180,8 +181,8 @@ CASES = [
                       "this paragraph has too many unclosed or deeply nested brackets ('[', '(' or '<') for the "
                       "Markdown parser; close them, or escape them as \\[ \\( \\<"), id="markdown-unclosed-brackets"),
     pytest.param(Case(LAB + "gist.md", "**softmax**", "word " * 50_000, None,
-                      "Markdown text of 250,510 characters is over the limit of 200,000; split it into several "
-                      "files or sections"), id="markdown-too-large"),
+                      f"Markdown text of {len(GIST.replace('**softmax**', 'word ' * 50_000, 1)):,} characters is "
+                      "over the limit of 200,000; split it into several files or sections"), id="markdown-too-large"),
     # -- answer keys ---------------------------------------------------------------------------
     pytest.param(Case(LAB + "quiz.yaml", "      - text: Exactly 1\n        correct: true\n", "      - text: Exactly 1\n",
                       "      |- text: Exactly 1", "no option is marked 'correct: true'"), id="single-without-correct"),

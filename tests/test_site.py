@@ -44,8 +44,10 @@ class Site:
             self._soups[page] = BeautifulSoup(self.html(page), "html.parser")
         return self._soups[page]
 
-    def labs(self) -> list[str]:
-        return sorted(p.name for p in (self.content / "labs").iterdir() if p.is_dir())
+    def labs(self, kind: str | None = None) -> list[str]:
+        """The lab slugs, or those of one lab kind."""
+        return sorted(p.name for p in (self.content / "labs").iterdir() if p.is_dir()
+                      and (kind is None or yaml.safe_load((p / "lab.yaml").read_text(encoding="utf-8"))["kind"] == kind))
 
     def lab_yaml(self, slug: str, name: str):
         return yaml.safe_load((self.content / "labs" / slug / name).read_text(encoding="utf-8"))
@@ -196,8 +198,10 @@ def test_lab_json_ld_has_the_resource_the_faq_and_the_quiz(site):
             if n_options:
                 assert len(part["acceptedAnswer"]) + len(part["suggestedAnswer"]) == n_options
                 assert len(part["acceptedAnswer"]) == sum(bool(o.get("correct")) for o in options)
-            else:  # a word question: the answer is one word
+            elif question["type"] == "word":  # the answer is one word
                 assert [a["text"] for a in part["acceptedAnswer"]] == [question["answer"]]
+            else:  # a lab kind's own type: some accepted answers, offered among the rest
+                assert part["acceptedAnswer"] and all(a["text"] for a in part["acceptedAnswer"] + part["suggestedAnswer"])
 
 
 def test_fixture_quiz_questions_are_the_quiz_yaml_prompts(fixture_site):
@@ -211,7 +215,7 @@ def test_fixture_quiz_questions_are_the_quiz_yaml_prompts(fixture_site):
 
 
 def test_spotlight_json_parses_and_every_row_of_percentages_sums_to_100(site):
-    for slug in site.labs():
+    for slug in site.labs("attention"):
         block = site.soup(f"labs/{slug}/index.html").find("script", id="lab-data")
         assert block is not None and block.get("type") == "application/json"
         payload = spotlight_payload(site.folder, slug)
@@ -280,7 +284,7 @@ def test_hostile_widget_label_and_note_stay_inside_the_json(fixture_site):
 
 
 def test_only_the_first_sentence_s_numbers_are_in_the_page(site):
-    for slug in site.labs():
+    for slug in site.labs("attention"):
         block = site.soup(f"labs/{slug}/index.html").find("script", id="lab-data")
         embedded = json.loads(block.string)
         default = embedded["default"]["sentence"]

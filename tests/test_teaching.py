@@ -133,8 +133,27 @@ def test_head_metadata_matches_its_weights(head):
     assert head.w_q.shape == (len(teaching.EMBEDDING_DIMS), len(head.q_dims))
     assert head.w_k.shape == (len(teaching.EMBEDDING_DIMS), len(head.k_dims))
     assert head.w_v.shape == (len(teaching.EMBEDDING_DIMS), len(head.v_dims))
+    assert head.w_o.shape == (len(head.v_dims), len(teaching.RESIDUAL_DIMS)) and len(head.o_dims) == len(head.v_dims)
     assert head.description.endswith(".") and head.cross.endswith(".")
     assert head.bias == "none" or head.bias.endswith(".")
+
+
+def test_every_head_has_its_own_value_and_output_matrices():
+    assert len({id(h.w_v) for h in HEADS}) == len(HEADS)
+    assert len({h.o_dims for h in HEADS}) == len(HEADS)  # each head writes its own residual slots
+    assert teaching.head("syntax").v_dims != teaching.head("coreference").v_dims
+
+
+def test_the_layer_adds_to_the_word_instead_of_replacing_it():
+    words = parse_sentence(CAT_MAT)
+    results = compute(words, heads=teaching.HEAD_IDS)
+    before, after = teaching.residual(words, results)
+    concat = np.concatenate([results[h].out for h in teaching.HEAD_IDS], axis=1)
+    w_o = np.concatenate([teaching.head(h).w_o for h in teaching.HEAD_IDS], axis=0)
+    np.testing.assert_allclose(after, before + concat @ w_o, atol=1e-12)  # x + concat(heads)·W_O
+    sat = dict(zip(teaching.RESIDUAL_DIMS, after[2]))
+    assert sat["VERB"] == 1 and sat["NOUN"] == 0  # "sat" stays a verb…
+    assert sat["syntax:noun"] > 0.8  # …and learns that its syntax partners are nouns
 
 
 def test_a_query_vector_reads_what_the_word_looks_for():

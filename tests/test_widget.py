@@ -64,7 +64,7 @@ LONG = """\
           - hoped -> he
 """
 
-DOC_ARRAYS = ("q", "k", "v", "scores", "bias", "scaled", "weights", "weights_unscaled", "pct", "pct_unscaled", "out")
+DOC_ARRAYS = ("q", "k", "v", "scores", "bias", "scaled", "weights", "weights_unscaled", "pct", "pct_unscaled", "out", "o")
 
 
 def read(tmp_path, text: str):
@@ -278,16 +278,18 @@ def test_claims_in_a_cross_sentence_name_source_words(example):
 
 def test_payload_follows_the_documented_contract(example):
     spec, payload = example
-    assert list(payload) == ["version", "precision", "heads", "default", "sentences", "real"]
+    assert list(payload) == ["version", "precision", "heads", "residual_dims", "default", "sentences", "real"]
     assert payload["version"] == 1 and payload["real"] is None
     assert payload["precision"] == {"vectors": 3, "weights": 3}
     assert payload["default"] == {"sentence": "cat-mat", "head": "syntax", "query": 2}
     assert [h["id"] for h in payload["heads"]] == list(spec.head_ids)
     for h in payload["heads"]:
-        assert set(h) == {"id", "name", "description", "q_dims", "k_dims", "v_dims", "bias", "cross"}
+        assert set(h) == {"id", "name", "description", "q_dims", "k_dims", "v_dims", "o_dims", "bias", "cross"}
+        assert len(h["o_dims"]) == len(h["v_dims"]) and set(h["o_dims"]) <= set(payload["residual_dims"])
         assert len(h["q_dims"]) == len(h["k_dims"])
     for s in payload["sentences"]:
-        assert set(s) == {"id", "label", "kind", "note", "queries", "keys", "key_label", "roles_q", "roles_k", "heads"}
+        assert set(s) == {"id", "label", "kind", "note", "queries", "keys", "key_label", "roles_q", "roles_k", "residual",
+                          "heads"}
         n_q, n_k = len(s["queries"]), len(s["keys"])
         assert len(s["roles_q"]) == n_q and len(s["roles_k"]) == n_k
         assert list(s["heads"]) == list(spec.head_ids)
@@ -295,12 +297,32 @@ def test_payload_follows_the_documented_contract(example):
             arrays = s["heads"][h["id"]]
             assert tuple(arrays) == DOC_ARRAYS
             d_k, d_v = len(h["q_dims"]), len(h["v_dims"])
-            shapes = {"q": (n_q, d_k), "k": (n_k, d_k), "v": (n_k, d_v), "out": (n_q, d_v)}
+            shapes = {"q": (n_q, d_k), "k": (n_k, d_k), "v": (n_k, d_v), "out": (n_q, d_v), "o": (n_q, d_v)}
             for name in DOC_ARRAYS:
                 if arrays[name] is None:
                     assert name == "bias"
                     continue
                 assert np.array(arrays[name], dtype=float).shape == shapes.get(name, (n_q, n_k)), name
+
+
+def test_residual_after_is_before_plus_every_head_through_w_o(example):
+    """Move 4: the blend is not the word's new vector; x + Σ_h out_h·W_O^h is, and our W_O copies
+    each head's blend into its own named slots, so a verb stays a verb."""
+    _, payload = example
+    dims = payload["residual_dims"]
+    for s in payload["sentences"]:
+        before, after = np.array(s["residual"]["before"]), np.array(s["residual"]["after"])
+        expected = np.zeros_like(after)
+        expected[:, : before.shape[1]] = before
+        for h in payload["heads"]:
+            arrays = s["heads"][h["id"]]
+            np.testing.assert_allclose(arrays["o"], arrays["out"], atol=1e-9)  # W_O copies the blend…
+            cols = [dims.index(d) for d in h["o_dims"]]  # …into this head's slots
+            expected[:, cols] += np.array(arrays["o"])
+        np.testing.assert_allclose(after, expected, atol=2e-3)
+    cat_mat = next(s for s in payload["sentences"] if s["id"] == "cat-mat")
+    sat = dict(zip(dims, cat_mat["residual"]["after"][2]))
+    assert sat["VERB"] == 1 and sat["NOUN"] == 0 and sat["syntax:noun"] > 0.8
 
 
 def test_bias_is_null_where_a_head_adds_none(example):

@@ -225,3 +225,62 @@ def find_heads(
             beats_baseline=best[0].accuracy > baseline_accuracy,
         )
     return reports
+
+
+# ---- held-out head finder ---------------------------------------------------------------------------
+# find_heads above scores heads on every pair it is given. The lab's finder (generator/kinds/attention/
+# realmodel.py) instead picks a head on one half of the sentences and scores it on the other, against
+# two baselines; these are its pure parts.
+
+
+def pair_outcomes(attention: np.ndarray, queries, keys, special) -> tuple[np.ndarray, np.ndarray]:
+    # [L, H, n, n], [R], [R], [n] -> hits [L, H, R] bool, weights [L, H, R] float
+    """For each pair ``queries[r] -> keys[r]`` of one sentence and each head: whether the key is the
+    word the head's query row weights most among non-special words other than the query itself
+    (ties: the lower index), and the weight the key gets (a share of the whole row, [CLS] and
+    [SEP] included). Per-mille integers are read as thousandths."""
+    a = np.asarray(attention, dtype=np.float64)
+    if np.issubdtype(np.asarray(attention).dtype, np.integer):
+        a = a / PER_MILLE
+    queries, keys = np.asarray(queries, dtype=np.int64), np.asarray(keys, dtype=np.int64)
+    n = a.shape[-1]
+    blocked = np.asarray(special, dtype=bool)[None, :] | (np.arange(n)[None, :] == queries[:, None])  # [R, n]
+    rows = a[:, :, queries, :]  # [L, H, R, n]
+    hits = np.where(blocked, -np.inf, rows).argmax(axis=-1) == keys  # [L, H, R]
+    weights = np.take_along_axis(rows, keys[None, None, :, None], axis=-1)[..., 0]  # [L, H, R]
+    return hits, weights
+
+
+def offset_guesses(queries, special) -> np.ndarray:  # [R], [n] -> [len(BASELINE_OFFSETS), R] word index or -1
+    """The word each fixed-offset rule picks for each query: the real word k places away among real
+    words, for each k in :data:`BASELINE_OFFSETS`; -1 where there is none."""
+    special = np.asarray(special, dtype=bool)
+    real = np.flatnonzero(~special)
+    rank = np.full(special.shape[0], -1)
+    rank[real] = np.arange(len(real))
+    target = rank[np.asarray(queries, dtype=np.int64)][None, :] + np.asarray(BASELINE_OFFSETS)[:, None]  # [O, R]
+    valid = (target >= 0) & (target < len(real))
+    return np.where(valid, real[np.clip(target, 0, max(len(real) - 1, 0))] if len(real) else -1, -1)
+
+
+def nearest_tag_guesses(queries, tags, wanted) -> np.ndarray:  # [R], [n] tags (None: untagged) -> [R] index or -1
+    """The word the rule "attend to the nearest word whose tag is in ``wanted``" picks for each query
+    (either side, never the query itself; at equal distance the earlier word); -1 if there is none."""
+    n = len(tags)
+    ok = np.array([t in wanted for t in tags], dtype=bool)  # [n]
+    queries = np.asarray(queries, dtype=np.int64)
+    distance = np.abs(np.arange(n)[None, :] - queries[:, None]).astype(np.float64)  # [R, n]
+    distance[~ok[None, :].repeat(len(queries), 0) | (distance == 0)] = np.inf
+    best = distance.argmin(axis=-1)  # first minimum: the earlier word
+    return np.where(np.isfinite(distance.min(axis=-1)), best, -1) if n else np.full(len(queries), -1)
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """One-sided exact sign test: the chance of at least ``wins`` wins out of ``wins + losses``
+    discordant pairs if winning and losing were equally likely (1.0 when there are none)."""
+    from math import comb
+
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    return sum(comb(n, i) for i in range(wins, n + 1)) / 2**n

@@ -39,9 +39,20 @@ The heads (:data:`HEADS`; weights from :func:`head_weights`)
     * ``alignment`` — each word looks for a word of its own role at about the same
       relative place in its sentence; meant for cross attention (translation).
 
-Every head's value vector is the key word's role (``carries:NOUN`` …), so ``out`` says
-what kind of word the query gathered. Heads have their own ``d_k`` (2, 3 or 12) and each
-divides by its own √d_k.
+Values, W_O and the residual stream
+    Each head has its own W_V, which picks what that head hands over: syntax the key's
+    noun/verb/adjective-ness (``carries:noun`` …), previous word and alignment the key's
+    role (``carries:DET`` …), coreference ``carries:noun`` and ``carries:subject``. The
+    blend ``out`` (weights @ v) is not the word's new vector: like a real layer, each head's
+    blend goes through its block of the output matrix W_O (``out @ w_o``), the heads'
+    results are added up — the same as concatenating the blends and multiplying by the whole
+    W_O — and that sum is *added* to the word's own vector (the residual stream). The
+    residual vector has :data:`RESIDUAL_DIMS`: the embedding's dimensions, then named slots
+    that the heads write into (``syntax:noun`` …, ``prev:DET`` …). Our W_O copies each
+    head's blend into its own slots, so "sat" stays a verb and gains "my syntax partner is
+    a noun"; a trained W_O mixes everything into every dimension. See :func:`residual`.
+
+Heads have their own ``d_k`` (2, 3 or 12) and each divides by its own √d_k.
 
 Self, causal and cross
     ``self``: queries and keys are the same words. ``causal``: the same, with
@@ -339,8 +350,26 @@ def _alignment_weights() -> tuple[np.ndarray, np.ndarray]:
     return same, same.copy()
 
 
-def _value_weights() -> np.ndarray:  # every head's value: the key word's role
-    return _role_table({r: tuple(np.eye(len(ROLES))[i]) for i, r in enumerate(ROLES)}, len(ROLES), 1.0)
+def _role_values() -> tuple[np.ndarray, tuple[str, ...]]:  # the key word's role, one-hot
+    w_v = _role_table({r: tuple(np.eye(len(ROLES))[i]) for i, r in enumerate(ROLES)}, len(ROLES), 1.0)
+    return w_v, tuple(f"carries:{r}" for r in ROLES)
+
+
+def _syntax_values() -> tuple[np.ndarray, tuple[str, ...]]:  # is the key a noun, a verb, an adjective?
+    w_v = _role_table({"NOUN": (1, 0, 0), "PRON": (1, 0, 0), "VERB": (0, 1, 0), "AUX": (0, 1, 0),
+                       "ADJ": (0, 0, 1)}, 3, 1.0)
+    return w_v, tuple(f"carries:{d}" for d in SYNTAX_DIMS)
+
+
+def _coreference_values() -> tuple[np.ndarray, tuple[str, ...]]:  # is the key a noun, a subject?
+    w_v = _role_table({"NOUN": (1, 0), "PRON": (1, 0)}, 2, 1.0)
+    w_v[_DIM["subject"]] = (0, 1)
+    return w_v, ("carries:noun", "carries:subject")
+
+
+# The slots each head writes into in the residual stream (its W_O block copies carries:X to
+# <prefix>:X). The prefixes say which head wrote a number there.
+OUTPUT_PREFIX = {"syntax": "syntax", "previous": "prev", "coreference": "coref", "alignment": "align"}
 
 
 def _offsets(n_q: int, n_k: int) -> np.ndarray:  # -> [n_q, n_k]  j − i
@@ -395,6 +424,8 @@ class Head:
     w_q: np.ndarray = field(repr=False)  # [d_model, d_k]
     w_k: np.ndarray = field(repr=False)  # [d_model, d_k]
     w_v: np.ndarray = field(repr=False)  # [d_model, d_v]
+    o_dims: tuple[str, ...]  # the residual dimensions this head's W_O block writes into
+    w_o: np.ndarray = field(repr=False)  # [d_v, d_resid]: this head's block of W_O
     bias_rule: Callable[[np.ndarray, np.ndarray, str], np.ndarray | None] = field(repr=False)
 
     @property
@@ -412,8 +443,6 @@ def _signed(x: float) -> str:  # -2.0 -> "−2", with a true minus sign
 
 
 def _make_heads() -> tuple[Head, ...]:
-    v_dims = tuple(f"carries:{r}" for r in ROLES)
-    w_v = _frozen(_value_weights())
     plural = {"auxiliary": "auxiliaries"}
     names = [plural.get(ROLE_NAMES[r], ROLE_NAMES[r] + "s") for r in FORWARD_ROLES]
     forward = ", ".join(names[:-1]) + " and " + names[-1]
@@ -429,7 +458,7 @@ def _make_heads() -> tuple[Head, ...]:
          f"nearest; every word gets {_signed(-SYNTAX_SELF)} for itself.",
          "No bias (positions in two sentences cannot be compared): each word finds the source "
          "words of the role it looks for, e.g. a determiner the source's nouns.",
-         _syntax_weights, _syntax_bias),
+         _syntax_weights, _syntax_values, _syntax_bias),
         ("previous", "Previous word",
          "Position only: each word looks for the word just before it — its query and key are "
          f"built from positions so that q·k = {_signed(-PREVIOUS_SHARPNESS)}·(j − (i−1))², 0 for the "
@@ -438,7 +467,7 @@ def _make_heads() -> tuple[Head, ...]:
          "none",
          "It finds the source word at position i−1, right or wrong: a purely positional head "
          "cannot follow a change of word order.",
-         _previous_weights, _no_bias),
+         _previous_weights, _role_values, _no_bias),
         ("coreference", "Coreference",
          "A pronoun looks for a noun, and a noun that is the subject of its clause (the model's "
          "subject flag, set by a rule) scores twice as high; other words look for nothing, so "
@@ -448,7 +477,7 @@ def _make_heads() -> tuple[Head, ...]:
          f"antecedent comes first) and {_signed(-COREF_STEP)} per word of distance to the left beyond "
          "the nearest, so among equal candidates the nearer wins.",
          "No bias: a pronoun finds the source sentence's subject noun, or else any noun.",
-         _coreference_weights, _coreference_bias),
+         _coreference_weights, _coreference_values, _coreference_bias),
         ("alignment", "Alignment",
          "Each word looks for a word of its own role at about the same place in its "
          "sentence — in translation, the source word it corresponds to; in a single sentence "
@@ -458,17 +487,26 @@ def _make_heads() -> tuple[Head, ...]:
          "two words' places in their sentences (0 at the start, 1 at the end).",
          "Same role, same relative place: a translated word finds its counterpart even where "
          "the word order differs.",
-         _alignment_weights, _alignment_bias),
+         _alignment_weights, _role_values, _alignment_bias),
     ]
+    values = {hid: v() for hid, *_, v, _ in specs}
+    o_dims = {hid: tuple(f"{OUTPUT_PREFIX[hid]}:{d.split(':', 1)[1]}" for d in values[hid][1]) for hid in values}
+    residual_dims = EMBEDDING_DIMS + tuple(d for hid in values for d in o_dims[hid])
+    at = {d: i for i, d in enumerate(residual_dims)}
     heads = []
-    for hid, name, desc, q_dims, k_dims, bias, cross, weights, rule in specs:
+    for hid, name, desc, q_dims, k_dims, bias, cross, weights, _, rule in specs:
         w_q, w_k = weights()
+        w_v, v_dims = values[hid]
+        w_o = np.zeros((len(v_dims), len(residual_dims)))
+        w_o[np.arange(len(v_dims)), [at[d] for d in o_dims[hid]]] = 1.0  # copy carries:X into <head>:X
         heads.append(Head(hid, name, desc, q_dims, k_dims, v_dims, bias, cross,
-                          _frozen(w_q), _frozen(w_k), w_v, rule))
-    return tuple(heads)
+                          _frozen(w_q), _frozen(w_k), _frozen(w_v), o_dims[hid], _frozen(w_o), rule))
+    return tuple(heads), residual_dims
 
 
-HEADS: tuple[Head, ...] = _make_heads()
+HEADS: tuple[Head, ...]
+RESIDUAL_DIMS: tuple[str, ...]  # the residual stream: EMBEDDING_DIMS, then every head's output slots
+HEADS, RESIDUAL_DIMS = _make_heads()
 HEAD_IDS: tuple[str, ...] = tuple(h.id for h in HEADS)
 # Shown when a widget does not list its heads. Alignment is left out: in a single sentence
 # it mostly finds the word itself, and each head adds n² numbers to the page.
@@ -495,7 +533,8 @@ class HeadResult:
     scaled: np.ndarray  # [n_q, n_k] q·k/√d_k + bias; -inf where masked
     weights: np.ndarray  # [n_q, n_k] softmax(scaled)
     weights_unscaled: np.ndarray  # [n_q, n_k] softmax(q·k + bias): the "÷√d off" view
-    out: np.ndarray  # [n_q, d_v] weights @ v
+    out: np.ndarray  # [n_q, d_v] weights @ v: the blend, in this head's value dimensions
+    written: np.ndarray  # [n_q, d_resid] out @ w_o: what this head adds to each query's residual vector
     mask: np.ndarray  # [n_q, n_k] bool, True = may attend
 
 
@@ -527,5 +566,15 @@ def compute(
         scores = q @ k.T
         scaled = scores / np.sqrt(h.d_k) + (0.0 if bias is None else bias)
         scaled = np.where(mask, scaled, -np.inf)
-        results[head_id] = HeadResult(q, k, v, scores, bias, scaled, weights, weights_unscaled, out, mask)
+        results[head_id] = HeadResult(q, k, v, scores, bias, scaled, weights, weights_unscaled, out, out @ h.w_o, mask)
     return results
+
+
+def residual(queries: Sequence[Word], results: Mapping[str, HeadResult]) -> tuple[np.ndarray, np.ndarray]:
+    # -> [n_q, d_resid] before, [n_q, d_resid] after
+    """The query words' residual vectors before and after the attention layer made of ``results``'
+    heads: ``before`` is the embedding (zeros in the heads' slots), ``after = before + Σ_h out_h·W_O^h``
+    — what a real layer does, ``x + concat(out_1 … out_H)·W_O``, before its MLP."""
+    before = np.zeros((len(queries), len(RESIDUAL_DIMS)))
+    before[:, : len(EMBEDDING_DIMS)] = embed(queries)
+    return before, before + sum((r.written for r in results.values()), np.zeros_like(before))

@@ -114,10 +114,14 @@ class AttentionKind(LabKind):
         default = payload["default"]["sentence"]
         payload["sentences"] = [{k: v for k, v in s.items() if k not in _UNREAD_SENTENCE_FIELDS}
                                 for s in payload["sentences"]]
-        later = {s["id"]: s["heads"] for s in payload["sentences"] if s["id"] != default}
+        # A later sentence's residual vectors (move 4) travel with its heads, inside its first head.
+        first = payload["heads"][0]["id"]
+        later = {s["id"]: {**s["heads"], first: {**s["heads"][first], "residual": s["residual"]}}
+                 for s in payload["sentences"] if s["id"] != default}
         if later:
             name, files[name] = lazy_script("sentences.js", "sentenceHeads", later)
-            payload["sentences"] = [s if s["id"] == default else {**s, "heads": None} for s in payload["sentences"]]
+            payload["sentences"] = [s if s["id"] == default else {**{k: v for k, v in s.items() if k != "residual"},
+                                                                   "heads": None} for s in payload["sentences"]]
             payload["lazy"] = {"src": name, "ids": sorted(later)}
         real = payload.get("real")
         if real:

@@ -7,8 +7,11 @@ Author-facing syntax (in ``lab.yaml``)::
       cache: real-heads.json                         # committed data file beside lab.yaml
       checkpoint: ../../../models/all-MiniLM-L6-v2   # optional local folder (relative to the lab);
                                                      # `labs build --model DIR` overrides it
+      sentences:                                     # optional: sentences for the head finder only
+        - id: f-birds                                # (not in the spotlight; cached like the others)
+          text: The old/ADJ man/NOUN fed/VERB the birds/NOUN   # tagged like a widget sentence
       relations:                                     # gold relations for the head finder
-        cat-mat:                                     # a widget sentence id
+        cat-mat:                                     # a widget or finder sentence id
           - sat -> cat (subject)                     # query -> key (relation type)
           - The -> cat (determiner)
 
@@ -17,6 +20,16 @@ reads the whole sentence either way) is run through the checkpoint by our NumPy 
 pass. Results are kept in the cache file, keyed by the checkpoint's SHA-256 and the sentence
 text, so that a build needs no checkpoint as long as the cache covers every sentence.
 ``labs heads --model DIR`` (re)computes the cache; ``labs build`` never writes into content/.
+
+The head finder (:func:`_finder`) splits the sentences that carry relations into two halves,
+fixed in advance: every other one in the order they are written (widget sentences first, then
+the finder's own). For each relation type it picks the head with the best hit rate on the
+first half (ties broken by the mean weight on the target; how many heads shared the best hit
+rate is reported), then scores that head — and two baselines chosen on the same half, the best
+fixed offset and "the nearest word with the target's tag" — on the second, held-out half. It
+says a head *beats the baselines* only when, on the held-out pairs, it hits at least
+:data:`BEATS_MIN_HIT` of them and wins more pairs against each baseline than it loses, by
+a one-sided sign test at p < :data:`BEATS_MAX_P`.
 """
 
 from __future__ import annotations
@@ -29,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from generator.errors import BuildError, ContentError, Diagnostic, did_you_mean, display_path
+from generator.attention import teaching
 from generator.kinds.attention.widget import read_word
 from generator.source import Reader
 
@@ -66,6 +80,23 @@ def parse_relation(text: str) -> tuple[str, str, str] | None:
     return query, key, kind
 
 
+BEATS_MIN_HIT = 0.6  # a head said to beat its baselines finds at least this share of held-out pairs…
+BEATS_MAX_P = 0.05  # …and wins against each baseline by a one-sided sign test below this
+
+
+@dataclass(frozen=True)
+class FinderSentence:
+    """A sentence read by the model for the head finder only (``model.sentences``)."""
+
+    id: str
+    query_words: tuple[teaching.Word, ...]
+    kind: str = "self"
+
+    @property
+    def queries(self) -> tuple[str, ...]:
+        return tuple(w.text for w in self.query_words)
+
+
 @dataclass(frozen=True)
 class Relation:
     sentence_id: str
@@ -84,12 +115,14 @@ class ModelSpec:
     relations: tuple[Relation, ...]
     at: tuple[str, int, int]  # where `model:` is written
     sentence_at: dict  # sentence id -> (path, line, col) of its text, for cache-miss errors
+    finder_sentences: tuple[FinderSentence, ...] = ()
 
 
 def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec | None:
     """Validate the ``model:`` mapping (``widget`` is the lab's WidgetSpec, already read)."""
-    if reader.mapping(where, required=("name", "cache"), optional=("checkpoint", "relations")) is None:
+    if reader.mapping(where, required=("name", "cache"), optional=("checkpoint", "sentences", "relations")) is None:
         return None
+    finder = _read_finder_sentences(reader, where + ("sentences",), widget)
     name = reader.string(where + ("name",), multiline=False)
     cache_name = reader.string(where + ("cache",), multiline=False)
     checkpoint_name = reader.string(where + ("checkpoint",), required=False, multiline=False)
@@ -105,9 +138,10 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
     if rel is not None and reader.mapping(where + ("relations",), optional=tuple(rel) if isinstance(rel, dict) else ()) is not None:
         for sentence_id in rel:
             sw = where + ("relations", sentence_id)
-            sentence = widget.sentence(sentence_id) if widget else None
+            sentence = (widget.sentence(sentence_id) if widget else None) or next(
+                (f for f, _ in finder if f.id == sentence_id), None)
             if widget and sentence is None:
-                ids = [s.id for s in widget.sentences]
+                ids = [s.id for s in widget.sentences] + [f.id for f, _ in finder]
                 reader.error(sw, f"unknown sentence {sentence_id!r}{did_you_mean(sentence_id, ids)}", key=True)
                 continue
             if sentence is not None and sentence.kind == "cross":
@@ -138,7 +172,37 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
     for s_index, s in enumerate(widget.sentences if widget else ()):
         sline, scol = reader.doc.position(("widget", "sentences", s_index, "text"))
         sentence_at[s.id] = (reader.doc.path, sline, scol)
-    return ModelSpec(name, cache, display_path(cache), checkpoint, tuple(relations), (reader.doc.path, line, col), sentence_at)
+    for f, at in finder:
+        sentence_at[f.id] = at
+    return ModelSpec(name, cache, display_path(cache), checkpoint, tuple(relations), (reader.doc.path, line, col),
+                     sentence_at, tuple(f for f, _ in finder))
+
+
+def _read_finder_sentences(reader: Reader, where: tuple, widget) -> list[tuple[FinderSentence, tuple]]:
+    """``model.sentences``: id and tagged text of each finder-only sentence, with where its text is."""
+    from generator.kinds.attention.widget import _ID, _read_words
+
+    found: list[tuple[FinderSentence, tuple]] = []
+    if reader.value(where) is None:
+        return found
+    taken = {s.id for s in widget.sentences} if widget else set()
+    for i, _ in enumerate(reader.sequence(where) or []):
+        if reader.mapping(where + (i,), required=("id", "text")) is None:
+            continue
+        sentence_id = reader.string(where + (i, "id"), multiline=False)
+        words, _text = _read_words(reader, where + (i, "text"))
+        if sentence_id is None or words is None:
+            continue
+        if not _ID.fullmatch(sentence_id):
+            reader.error(where + (i, "id"), f"sentence id {sentence_id!r} may use only letters, digits, '-' and '_'")
+            continue
+        if sentence_id in taken:
+            reader.error(where + (i, "id"), f"duplicate sentence id {sentence_id!r}")
+            continue
+        taken.add(sentence_id)
+        line, col = reader.doc.position(where + (i, "text"))
+        found.append((FinderSentence(sentence_id, words), (reader.doc.path, line, col)))
+    return found
 
 
 def model_sentences(widget) -> list[Any]:
@@ -177,7 +241,8 @@ def refresh(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[list[str],
     sha = cachefile.checkpoint_sha256(folder)
     cache = cachefile.load_cache(spec.cache)
     model = load_model(folder)
-    cache, computed = cachefile.refresh_cache(cache, model, sha, [sentence_text(s) for s in model_sentences(widget)])
+    texts = [sentence_text(s) for s in model_sentences(widget)] + [sentence_text(f) for f in spec.finder_sentences]
+    cache, computed = cachefile.refresh_cache(cache, model, sha, texts)
     cachefile.save_cache(spec.cache, cache)
     return computed, spec.cache
 
@@ -207,7 +272,8 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
     sentences: dict[str, Any] = {}
     problems: list[Diagnostic] = []
     entries: dict[str, dict] = {}
-    for s in model_sentences(widget):
+    shown = {s.id for s in model_sentences(widget)}
+    for s in [*model_sentences(widget), *spec.finder_sentences]:
         text = sentence_text(s)
         entry = cachefile.cache_lookup(cache, sha, text)
         if entry is None and folder is not None:
@@ -225,10 +291,11 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
             problems.append(Diagnostic(path, line, col, f"sentence {text!r} {why} ({spec.cache_shown}); {CHECKPOINT_HELP}"))
             continue
         entries[s.id] = entry
-        sentences[s.id] = {"words": entry["words"], "special": entry["special"], "attention": entry["attention"]}
+        if s.id in shown:  # finder-only sentences are scored at build, not shown
+            sentences[s.id] = {"words": entry["words"], "special": entry["special"], "attention": entry["attention"]}
     if problems:
         raise ContentError(problems)
-    first = next(iter(entries.values()), None)
+    first = next((entries[sid] for sid in sentences), None)
     layers = len(first["attention"]) if first else 0
     heads = len(first["attention"][0]) if first else 0
     return {
@@ -243,69 +310,103 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
 
 
 def _finder(spec: ModelSpec, widget, entries: dict[str, dict]) -> list[dict]:
-    """Score every head on the declared relations (pooled over sentences), with the baseline."""
+    """Per relation type: the head picked on one half of the sentences, scored on the other half
+    against two baselines (see the module docstring). JSON-ready, sorted by relation name."""
     from generator.attention import realheads
 
-    by_kind: dict[str, list[tuple[str, int, int]]] = {}
+    order = [s for s in [*model_sentences(widget), *spec.finder_sentences] if s.id in entries]
+    with_pairs = [s for s in order if any(r.sentence_id == s.id for r in spec.relations)]
+    half = {s.id: i % 2 for i, s in enumerate(with_pairs)}  # 0: pick the head here; 1: held out
+    shown = {s.id for s in model_sentences(widget)}
+    pairs: dict[str, list[dict]] = {}
     problems = []
-    for r in spec.relations:
-        entry = entries.get(r.sentence_id)
-        if entry is None:
+    for s in with_pairs:
+        entry = entries[s.id]
+        align = _align(s.queries, entry["words"], entry["special"])
+        tags: list[str | None] = [None] * len(entry["words"])
+        for word, at in zip(s.query_words, align):
+            if at is not None:
+                tags[at] = word.role
+        rels = [r for r in spec.relations if r.sentence_id == s.id]
+        ok = []
+        for r in rels:
+            q, k = align[r.query], align[r.key]
+            if q is None or k is None:
+                missing = s.queries[r.query if q is None else r.key]
+                problems.append(Diagnostic(*r.at, f"the model splits {missing!r} into pieces of other words; "
+                                           "relate whole words only"))
+                continue
+            ok.append((r, q, k))
+        if not ok:
             continue
-        sentence = widget.sentence(r.sentence_id)
-        align = _align(sentence.queries, entry["words"], entry["special"])
-        q, k = align[r.query], align[r.key]
-        if q is None or k is None:
-            missing = sentence.queries[r.query if q is None else r.key]
-            problems.append(Diagnostic(*r.at, f"the model splits {missing!r} into pieces of other words; "
-                                       "relate whole words only"))
-            continue
-        by_kind.setdefault(r.kind, []).append((r.sentence_id, q, k))
+        attention = np.asarray(entry["attention"], dtype=np.int32)  # [L, H, n, n] per mille
+        qs, ks = [q for _, q, _ in ok], [k for _, _, k in ok]
+        hits, weights = realheads.pair_outcomes(attention, qs, ks, entry["special"])  # [L, H, R]
+        offsets = realheads.offset_guesses(qs, entry["special"])  # [O, R]
+        for i, (r, q, k) in enumerate(ok):
+            pairs.setdefault(r.kind, []).append({
+                "sentence": s.id, "half": half[s.id], "shown": s.id in shown, "q": q, "k": k,
+                "hits": hits[:, :, i], "weights": weights[:, :, i], "offset_hits": offsets[:, i] == k,
+                "tags": tags, "key_tag": tags[k], "words": entry["words"]})
     if problems:
         raise ContentError(problems)
-    reports = []
-    arrays = {sid: np.asarray(entry["attention"], dtype=np.int32) for sid, entry in entries.items()}  # [L, H, n, n]
-    for kind in sorted(by_kind):
-        hits_total = None
-        baseline = None
-        total = 0
-        # Pool sentences: score each head on each sentence, then add the hits up.
-        for sentence_id in sorted({s for s, _, _ in by_kind[kind]}):
-            entry = entries[sentence_id]
-            rels = [(q, k, kind) for s, q, k in by_kind[kind] if s == sentence_id]
-            per_head = _head_hits(arrays[sentence_id], rels, entry["special"])
-            hits_total = per_head if hits_total is None else hits_total + per_head
-            b = _baseline_hits(rels, entry["special"])
-            baseline = b if baseline is None else baseline + b
-            total += len(rels)
-        assert hits_total is not None and baseline is not None
-        flat = hits_total.ravel()
-        order = np.lexsort((np.arange(flat.size), -flat))[:3]
-        n_heads = hits_total.shape[1]
-        best_b = int(np.argmax(baseline))
-        reports.append({
-            "relation": kind,
-            "count": total,
-            "best": [{"layer": int(i // n_heads), "head": int(i % n_heads), "score": round(float(flat[i]) / total, 4)}
-                     for i in order],
-            "baseline": {"offset": realheads.BASELINE_OFFSETS[best_b], "score": round(float(baseline[best_b]) / total, 4)},
-            "beats_baseline": bool(flat[order[0]] > baseline[best_b]),
-        })
-    return reports
+    return [_relation_report(kind, pairs[kind]) for kind in sorted(pairs)]
 
 
-def _head_hits(attention: np.ndarray, rels, special) -> np.ndarray:  # [L, H, n, n] -> [L, H] hits
+def _share(x: np.ndarray) -> float:
+    return round(float(x.mean()), 4) if x.size else 0.0
+
+
+def _relation_report(kind: str, pairs: list[dict]) -> dict:
     from generator.attention import realheads
 
-    report = realheads.find_heads(attention, rels, special, top=attention.shape[0] * attention.shape[1])
-    (only,) = report.values()
-    hits = np.zeros(attention.shape[:2], dtype=np.int64)
-    for h in only.best_heads:
-        hits[h.layer, h.head] = h.hits
-    return hits
-
-
-def _baseline_hits(rels, special) -> np.ndarray:  # -> [len(BASELINE_OFFSETS)] hits
-    from generator.attention import realheads
-
-    return realheads.offset_baseline_hits([q for q, _, _ in rels], [k for _, k, _ in rels], special)
+    pick = [p for p in pairs if p["half"] == 0]
+    held = [p for p in pairs if p["half"] == 1]
+    report: dict[str, Any] = {
+        "relation": kind, "count": len(pairs), "sentences": len({p["sentence"] for p in pairs}),
+        "pick": {"count": len(pick), "sentences": len({p["sentence"] for p in pick})},
+        "held": {"count": len(held), "sentences": len({p["sentence"] for p in held})},
+    }
+    if not pick or not held:
+        return {**report, "head": None, "beats_baseline": False}
+    stack = lambda group, key: np.stack([p[key] for p in group], axis=-1)  # noqa: E731  [L, H, R] or [O, R]
+    pick_hit, pick_weight = stack(pick, "hits").mean(axis=-1), stack(pick, "weights").mean(axis=-1)  # [L, H]
+    top = pick_hit.max()
+    tied = pick_hit == top
+    layer, head = np.unravel_index(int(np.where(tied, pick_weight, -np.inf).argmax()), pick_hit.shape)
+    held_hits, held_weights = stack(held, "hits")[layer, head], stack(held, "weights")[layer, head]  # [R]
+    best_held = np.unravel_index(int(stack(held, "hits").mean(axis=-1).argmax()), pick_hit.shape)
+    # Baselines, each chosen on the pick half like the head.
+    offset_pick = stack(pick, "offset_hits").mean(axis=-1)  # [O]
+    o = int(np.argmax(offset_pick))
+    offset_held = stack(held, "offset_hits")[o]  # [R]
+    wanted = sorted({p["key_tag"] for p in pick if p["key_tag"]})
+    tag_held = np.array([realheads.nearest_tag_guesses([p["q"]], p["tags"], set(wanted))[0] == p["k"] for p in held])
+    versus = []
+    for name, base in (("offset", offset_held), ("tag", tag_held)):
+        wins, losses = int((held_hits & ~base).sum()), int((~held_hits & base).sum())
+        versus.append({"baseline": name, "wins": wins, "losses": losses,
+                       "p": round(realheads.sign_test_p(wins, losses), 4)})
+    beats = bool(held_hits.mean() >= BEATS_MIN_HIT and all(v["p"] < BEATS_MAX_P for v in versus))
+    examples = {}
+    for label, want in (("works", True), ("fails", False)):
+        p = next((p for p in pairs if p["shown"] and bool(p["hits"][layer, head]) == want), None)
+        if p is not None:  # a widget sentence, so the spotlight can open it
+            examples[label] = {"sentence": p["sentence"], "q": p["q"], "word": p["words"][p["q"]],
+                               "target": p["words"][p["k"]]}
+    return {
+        **report,
+        "head": {"layer": int(layer), "head": int(head), "ties": int(tied.sum()),
+                 "pick_hit": _share(pick_hit[layer, head]), "pick_weight": _share(pick_weight[layer, head]),
+                 "held_hit": _share(held_hits), "held_weight": _share(held_weights)},
+        "best_held": {"layer": int(best_held[0]), "head": int(best_held[1]),
+                      "held_hit": _share(stack(held, "hits")[best_held])},
+        "baselines": [
+            {"baseline": "offset", "offset": realheads.BASELINE_OFFSETS[o], "pick_hit": _share(offset_pick[o]),
+             "held_hit": _share(offset_held)},
+            {"baseline": "tag", "tags": wanted, "held_hit": _share(tag_held)},
+        ],
+        "versus": versus,
+        "beats_baseline": beats,
+        "examples": examples,
+    }

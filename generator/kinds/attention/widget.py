@@ -432,7 +432,7 @@ def _numbers(a: np.ndarray, decimals: int, mask: np.ndarray | None = None) -> li
     return [[None if x != x else int(x) if x.is_integer() else x for x in row] for row in rounded.tolist()]
 
 
-def _head_payload(result: teaching.HeadResult, vec: int, wt: int) -> dict[str, Any]:
+def _head_payload(result: teaching.HeadResult, o_dims: Sequence[str], vec: int, wt: int) -> dict[str, Any]:
     return {
         "q": _numbers(result.q, vec),
         "k": _numbers(result.k, vec),
@@ -446,7 +446,12 @@ def _head_payload(result: teaching.HeadResult, vec: int, wt: int) -> dict[str, A
         "pct": percentages(result.weights, result.mask).tolist(),
         "pct_unscaled": percentages(result.weights_unscaled, result.mask).tolist(),
         "out": _numbers(result.out, vec),
+        # out @ W_O in the residual dimensions this head writes (its W_O block is zero elsewhere).
+        "o": _numbers(result.written[:, [_RESIDUAL_AT[d] for d in o_dims]], vec),
     }
+
+
+_RESIDUAL_AT = {d: i for i, d in enumerate(teaching.RESIDUAL_DIMS)}
 
 
 def compute_widget(spec: WidgetSpec) -> dict[str, Any]:
@@ -455,6 +460,8 @@ def compute_widget(spec: WidgetSpec) -> dict[str, Any]:
     for s in spec.sentences:
         keys = s.key_words if s.kind == "cross" else None
         results = teaching.compute(s.query_words, keys, kind=s.kind, heads=spec.head_ids)
+        before, after = teaching.residual(s.query_words, results)
+        n_embed = len(teaching.EMBEDDING_DIMS)
         sentences.append({
             "id": s.id,
             "label": s.label,
@@ -465,18 +472,24 @@ def compute_widget(spec: WidgetSpec) -> dict[str, Any]:
             "key_label": s.key_label,
             "roles_q": [w.role for w in s.query_words],
             "roles_k": [w.role for w in s.key_words],
-            "heads": {hid: _head_payload(results[hid], spec.vector_decimals, spec.weight_decimals)
+            # The query words' residual vectors around the layer: the embedding before (the heads'
+            # slots are 0 then), and embedding + Σ_h out_h·W_O^h after, over RESIDUAL_DIMS.
+            "residual": {"before": _numbers(before[:, :n_embed], spec.vector_decimals),
+                         "after": _numbers(after, spec.vector_decimals)},
+            "heads": {hid: _head_payload(results[hid], teaching.head(hid).o_dims, spec.vector_decimals,
+                                         spec.weight_decimals)
                       for hid in spec.head_ids},
         })
     heads = []
     for hid in spec.head_ids:
         h = teaching.head(hid)
         heads.append({"id": h.id, "name": h.name, "description": h.description, "q_dims": list(h.q_dims),
-                      "k_dims": list(h.k_dims), "v_dims": list(h.v_dims), "bias": h.bias, "cross": h.cross})
+                      "k_dims": list(h.k_dims), "v_dims": list(h.v_dims), "o_dims": list(h.o_dims), "bias": h.bias, "cross": h.cross})
     return {
         "version": PAYLOAD_VERSION,
         "precision": {"vectors": spec.vector_decimals, "weights": spec.weight_decimals},
         "heads": heads,
+        "residual_dims": list(teaching.RESIDUAL_DIMS),
         "default": {"sentence": spec.default_sentence, "head": spec.default_head, "query": spec.default_query},
         "sentences": sentences,
         "real": None,

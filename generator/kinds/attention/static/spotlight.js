@@ -238,14 +238,30 @@
     }
     el.grid.style.setProperty("--heads", real.heads);
     el.grid.replaceChildren(...grid);
-    el.finder.replaceChildren(...(real.finder || []).filter(f => f.best?.[0]).map(f => {
-      const b = f.best[0], base = f.baseline, off = base?.offset, away = Math.abs(off), s = n => n === 1 ? "" : "s";
-      return h("li", null, [`${f.relation}, ${f.count} pair${s(f.count)}: `,
-        button({ class: "btn", "data-head": `L${b.layer}H${b.head}` }, [`layer ${b.layer}, head ${b.head}`]),
-        ` finds ${Math.round(b.score * 100)}%` +
-        (base ? `; looking ${away} word${s(away)} ${off < 0 ? "back" : "ahead"} finds ${Math.round(base.score * 100)}%` : "") +
-        (f.beats_baseline ? "." : " — no better.")]);
-    }));
+    el.finder.replaceChildren(...(real.finder || []).filter(f => f.head).map(finderItem));
+  }
+
+  /** One relation of the head finder: the head picked on one half, its held-out score, the baselines, links. */
+  function finderItem(f) {
+    const b = f.head, pc = x => Math.round(x * 100) + "%", s = n => n === 1 ? "" : "s";
+    const [off, tag] = f.baselines, away = Math.abs(off.offset), [vOff, vTag] = f.versus;
+    const link = (ex, text) => ex && h("a", { href: `#s=${encodeURIComponent(ex.sentence)}&h=L${b.layer}H${b.head}&q=${ex.q}&scale=1&special=1` },
+      [`${text}: “${ex.word}” → “${ex.target}” in “${sentences.get(ex.sentence)?.label || ex.sentence}”`]);
+    const verdict = f.beats_baseline ? "Beats both rules on the held-out pairs."
+      : !vOff.wins && !vOff.losses && !vTag.wins && !vTag.losses ? "It agrees with both rules on every held-out pair, so these pairs do not show it doing more than they do."
+      : `Not shown to beat both rules on these held-out pairs (against the offset rule ${vOff.wins} won, ${vOff.losses} lost; ` +
+        `against the tag rule ${vTag.wins} won, ${vTag.losses} lost).`;
+    const best = f.best_held, other = best.layer !== b.layer || best.head !== b.head;
+    return h("li", null, [
+      h("b", null, [f.relation]), ` — ${f.count} labelled pairs in ${f.sentences} sentences. Picked on ${f.pick.count}: `,
+      button({ class: "btn", "data-head": `L${b.layer}H${b.head}` }, [`layer ${b.layer}, head ${b.head}`]),
+      ` (${pc(b.pick_hit)} there` + (b.ties > 1 ? `; ${b.ties} heads tie on that, the one with more weight on the target is shown` : "") +
+      `). Held out, ${f.held.count} pairs: it finds ${pc(b.held_hit)} (mean weight on the target ${pc(b.held_weight)}); ` +
+      `looking ${away} word${s(away)} ${off.offset < 0 ? "back" : "ahead"} finds ${pc(off.held_hit)}; the nearest ` +
+      `${tag.tags.join("/")} finds ${pc(tag.held_hit)}. ${verdict}` +
+      (other ? ` (Best head on the held-out pairs themselves: layer ${best.layer}, head ${best.head}, ${pc(best.held_hit)} — ` +
+        "an optimistic number, chosen on the data it is scored on.)" : ""),
+      ...[link(f.examples.works, "Works"), link(f.examples.fails, "Fails")].filter(Boolean).flatMap(a => [" ", a])]);
   }
 
   /* ---------- measure: geometry, read once per structure or resize ---------- */
@@ -301,7 +317,7 @@
     el.special.checked = state.hide;
     const desc = v.real
       ? `A real head of ${modelName} (${v.name}). Its weights come from the pretrained model; the ÷√d switch applies to the teaching heads only.`
-      : v.cross && v.m.cross || v.m.description + (v.H.bias ? " It also adds a distance bias (step 2 below shows it)." : "");
+      : v.cross && v.m.cross || v.m.description + (v.H.bias ? " It also adds a position bias (move 2 below shows it)." : "");
     if (desc !== descText) {
       descText = el.headDesc.textContent = desc;
       openDesc(false);
@@ -375,7 +391,7 @@
     el.nextStep.disabled = state.step === 3;
     el.step.replaceChildren(...(v.real
       ? [h("p", null, ["This is a real head, so its queries and keys live in the model's learned dimensions, which the page " +
-        "does not embed. What it does carry is the result of the four moves: the softmax weights in the table, each row adding up to 100%."])]
+        "does not embed. What it does carry is the result of the first three moves: the softmax weights in the table, each row adding up to 100%."])]
       : (printing ? [0, 1, 2, 3] : [state.step]).map(s => h("div", { "data-step": s }, [h("h4", null, [`${s + 1}. ${STEPS[s].textContent}`]), ...hood(v, s)]))));
     if (!loading) root.dataset.ready = "true";
   }
@@ -467,9 +483,11 @@
 
     if (s === 0) {
       const c = cols([H.q[q], ...H.k]), left = d - c.length;
-      return [p("Learned matrices turn every word into a query (what it looks for), a key (what it offers) and a value " +
-        "(what it carries). This head's queries and keys have d", h("sub", null, ["k"]), ` = ${d} named dimensions. “${v.word}” ` +
-        `asks with its query; every ${v.cross ? "word of the " + (S.key_label || "other sentence") : "word"} answers with its key.`),
+      return [p("Three matrices, W_Q, W_K and W_V, turn every word's vector into a query (what it looks for), a key (what it " +
+        "offers) and a value (what it hands over). In a trained model these matrices are learned; in this designed model they are " +
+        "written by hand, so every dimension has a name. This head's queries and keys have d", h("sub", null, ["k"]),
+        ` = ${d} dimensions. “${v.word}” asks with its query; every ` +
+        `${v.cross ? "word of the " + (S.key_label || "other sentence") : "word"} answers with its key.`),
       table("Query and keys" + (left ? ` (${left} all-zero dimension${left > 1 ? "s" : ""} left out)` : ""),
         ["vector", ...c.map(i => kd[i] === m.q_dims[i] ? kd[i] : h("span", null, [m.q_dims[i], h("br"), "× " + kd[i]]))],
         [row("q  " + v.word, c.map(i => vec(H.q[q][i])), "is-q"), ...H.k.map((k, j) => row("k  " + key(j), c.map(i => vec(k[i])), v.masked[j] ? "is-masked" : null))])];
@@ -478,9 +496,11 @@
       const head = ["key", "q·k", ...(state.scale ? ["÷ √" + d] : []), ...(bias ? ["+ bias"] : []), "= score"];
       return [p("Each score is the dot product q·k: multiply matching dimensions and add. A high score means “this key is " +
         "what I'm looking for”. " + (state.scale
-          ? `Then divide by √d = √${d} = ${fmt(Math.sqrt(d), 2)} to keep the scores in a range where the softmax stays smooth.`
+          ? `Then divide by √d = √${d} = ${fmt(Math.sqrt(d), 2)}, as every Transformer does: dot products of longer vectors ` +
+            "spread wider, and the division keeps the scores in the same range whatever d is."
           : "The ÷√d switch is off, so the raw scores go straight to the softmax.")),
-      bias && p("This head also adds a bias to every score, after the division: " + m.bias),
+      bias && p("This head also adds a fixed bias B to every score, after the division — softmax(QKᵀ/√d + B)V. Real models " +
+        "do this too (T5 and ALiBi add position biases). Here: " + m.bias),
       // The scaled column is the build's score less the bias, so each row adds up as printed.
       table(`Scores for “${v.word}”`, head, rowsFor(j => H.scores[q][j] === null ? ["masked", ...head.slice(2).map(() => "–")]
         : [vec(H.scores[q][j]), ...(state.scale ? [vec(H.scaled[q][j] - (bias ? bias[q][j] : 0))] : []), ...(bias ? [vec(bias[q][j])] : []), vec(score(j))]))];
@@ -497,11 +517,39 @@
     }
     const out = state.scale ? H.out[q] : H.v[0].map((x, c) => sum(H.v.map((r, j) => v.weights[j] * r[c])));
     const c = cols([...H.v, out]);
-    return [p(`The output for “${v.word}” is the weighted sum of the values: each word's value vector times its weight, added ` +
-      `up. Words with more weight pour more of what they carry into “${v.word}”.` +
+    return [p(`First the blend: each word's value vector times its weight, added up. This head has its own W_V, so its values ` +
+      `say only what it hands over (${m.v_dims.join(", ")}); words with more weight pour more of it in.` +
       (state.scale ? "" : " (With ÷√d off, this blend is recomputed here from the weights shown.)")),
     table("Values, weighted", ["value", "weight", ...c.map(i => m.v_dims[i])], rowsFor(j => [fmt(v.weights[j], 3), ...c.map(i => vec(H.v[j][i]))]),
-      row("output", ["Σ", ...c.map(i => fmt(out[i], 3))]))];
+      row("blend", ["Σ", ...c.map(i => fmt(out[i], 3))])),
+    ...residual(v, m, H, q)];
+  }
+
+  /** The rest of move 4: the blend through W_O, added to the word's own vector (built with ÷√d, all heads). */
+  function residual(v, m, H, q) {
+    const S = v.S, R = S.residual || S.heads[data.heads[0].id]?.residual, dims = data.residual_dims, p = (...kids) => h("p", null, kids);
+    if (!R || !H.o) return [];
+    const shown = headsFor(S), before = dims.map((d, i) => R.before[q][i] ?? 0), after = R.after[q];
+    const mine = dims.map(d => { const i = m.o_dims.indexOf(d); return i < 0 ? 0 : H.o[q][i]; });
+    const others = dims.map((d, i) => after[i] - before[i] - mine[i]);
+    const rowsShown = dims.map((d, i) => i).filter(i => before[i] || mine[i] || Math.abs(others[i]) >= 0.05);
+    const left = dims.filter((d, i) => others[i] && Math.abs(others[i]) < 0.05).length;
+    const widths = shown.map(x => x.o_dims.length);
+    const cell = x => x ? u.short(x, 3) : "0", nRoles = dims.indexOf("subject");
+    const role = dims[before.findIndex((x, i) => i < nRoles && x === 1)] || "its role";
+    return [p(`The blend does not replace “${v.word}”. In a real layer each head's blend is multiplied by its block of the ` +
+      "output matrix W_O and the result is added to the word's own vector, the residual stream: x + concat(" +
+      shown.map(x => x.name.toLowerCase()).join(", ") + `)·W_O. Here the ${shown.length} heads' blends (${widths.join(" + ")} = ` +
+      `${sum(widths)} numbers, one W_V per head) are joined and projected by one W_O.`),
+    p(`Our W_O simply copies each head's blend into slots of its own (${m.o_dims.slice(0, 2).join(", ")}…), so you can ` +
+      `read what got added; a trained W_O mixes all heads into every dimension. So “${v.word}” keeps ${role} = 1 — it does ` +
+      "not turn into what it looked at — and gains what its heads found." + (state.scale ? "" : " This table shows the layer as built, with ÷√d.")),
+    h("div", { class: "sl-scroll", tabindex: 0, role: "region", "aria-label": `“${v.word}” before and after` }, [h("table", { class: "sl-num" }, [
+      h("caption", null, [`“${v.word}” before → after the layer`]),
+      h("thead", null, [h("tr", null, ["dimension", "before", `+ ${m.name}`, "+ other heads", "= after"].map(x => h("th", { scope: "col" }, [x])))]),
+      h("tbody", null, rowsShown.map(i => h("tr", { class: mine[i] ? "is-q" : null }, [h("th", { scope: "row" }, [dims[i]]),
+        ...[before[i], mine[i], others[i], after[i]].map(x => h("td", { class: x ? null : "z" }, [cell(x)]))])))])]),
+    left ? p(`${left} smaller entr${left === 1 ? "y" : "ies"} from the other heads (under 0.05) left out.`) : null].filter(Boolean);
   }
 
   /* ---------- events ---------- */

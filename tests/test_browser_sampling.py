@@ -1,0 +1,133 @@
+"""The sampling lab (lab 08) in a real Chromium: the dial, the cut-offs, the seeded sampler, its
+quiz question, axe-core and both screen sizes — as lab 07 is tested in test_browser.py."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
+    ARTIFACTS, WHERE, _watched_context, axe, context, page, settle, shipped, sites, watch,
+)
+
+from generator.kinds.sampling import decoding
+
+pytestmark = pytest.mark.browser
+LAB = "labs/sampling/"
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # pragma: no cover - the browser fixture reports it
+    expect = None
+
+
+def _data(shipped) -> dict:
+    html = (shipped.folder / LAB / "index.html").read_text(encoding="utf-8")
+    return json.loads(re.search(r'<script type="application/json" id="lab-data">(.*?)</script>', html, re.S).group(1))
+
+
+def _open(page, shipped, where="http", hash=""):
+    page.goto(shipped.url(where, LAB) + hash)
+    expect(page.locator("#sampling")).to_have_attribute("data-ready", "true")
+
+
+def _shown(page) -> dict[str, int]:
+    """Word → the percentage its bar shows (cut words show 0)."""
+    rows = page.locator("#sa-bars tbody tr")
+    out = {}
+    for i in range(rows.count()):
+        word = rows.nth(i).locator("th").inner_text().strip()
+        text = rows.nth(i).locator(".sa-pct").inner_text().strip()
+        out[word] = 0 if text == "cut" else int(text.rstrip("%"))
+    return out
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_the_dial_shows_the_build_time_numbers_at_every_end(page, shipped, where):
+    data = _data(shipped)
+    context = next(c for c in data["contexts"] if c["id"] == data["default"]["context"])
+    _open(page, shipped, where)
+    dial = page.locator("#sa-temp")
+    for key, index in (("Home", 0), ("End", len(data["temps"]) - 1)):
+        dial.focus()
+        page.keyboard.press(key)
+        expected = decoding.shares(context["p"][index])
+        shown = _shown(page)
+        assert sum(shown.values()) == 100
+        assert [shown[w] for w in context["words"]] == [int(x) for x in expected], (key, data["temps"][index])
+    # The coldest setting is near-greedy: the favourite takes (almost) everything.
+    page.keyboard.press("Home")
+    favourite = context["words"][max(range(len(context["words"])), key=lambda j: context["logits"][j])]
+    assert _shown(page)[favourite] >= 90
+
+
+def test_top_k_cuts_the_rest_and_renormalises(page, shipped):
+    _open(page, shipped)
+    page.locator("#sa-topk").select_option("2")
+    shown = _shown(page)
+    kept = [w for w, pct in shown.items() if pct > 0]
+    assert len(kept) == 2 and sum(shown.values()) == 100
+    assert page.locator("#sa-bars tbody tr.is-cut").count() == len(shown) - 2
+
+
+def test_sampling_draws_what_python_draws_with_the_same_seed(page, shipped):
+    data = _data(shipped)
+    context = next(c for c in data["contexts"] if c["id"] == data["default"]["context"])
+    index = data["default"]["t"]  # the default temperature's index on the grid
+    expected = decoding.draw(context["p"][index], data["seed"], 21).tolist()
+    _open(page, shipped)
+    page.get_by_role("button", name="Sample the next word").click()
+    page.get_by_role("button", name="Sample 20 more").click()
+    state = page.evaluate("Labs.samplingState()")
+    assert state["drawn"] == expected
+    assert page.locator("#sa-history li").last.inner_text() == context["words"][expected[-1]]
+    # Start over replays the same words: the seed makes them reproducible.
+    page.get_by_role("button", name="Start over").click()
+    page.get_by_role("button", name="Sample the next word").click()
+    assert page.evaluate("Labs.samplingState()")["drawn"] == expected[:1]
+
+
+def test_the_dial_question_grades_a_click_on_a_temperature(page, shipped):
+    _open(page, shipped)
+    question = page.locator('fieldset.quiz-q[data-kind="dial"]').first
+    wrong = question.locator(".quiz-choices [data-option]:not([data-correct])").first
+    wrong.click()
+    expect(question.locator(".quiz-feedback")).to_contain_text("Not quite")
+    question.get_by_role("button", name="Try again").click()
+    question.locator(".quiz-choices [data-option][data-correct]").first.click()
+    expect(question.locator(".quiz-feedback")).to_have_text("Right on a later try — practice: the score counts first answers.")
+    other = page.locator('fieldset.quiz-q[data-kind="dial"]').nth(1)
+    other.locator(".quiz-choices [data-option][data-correct]").first.click()
+    expect(other.locator(".quiz-feedback")).to_have_text("Correct!")
+    expect(page.locator("#quiz-score")).to_contain_text("1 / ")
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_axe_finds_no_violations_on_the_sampling_lab(page, shipped, axe, scheme):
+    page.emulate_media(color_scheme=scheme)
+    _open(page, shipped)
+    page.get_by_role("button", name="Sample 20 more").click()
+    page.locator("#sa-topk").select_option("3")
+    settle(page)
+    results = axe.run(page)
+    assert results.violations_count == 0, results.generate_report()
+
+
+@pytest.mark.parametrize("width,height", [(1280, 800), (375, 812)], ids=["desktop", "phone"])
+def test_sampling_screenshots_and_no_sideways_scrolling(browser, watch, shipped, width, height):
+    ARTIFACTS.mkdir(exist_ok=True)
+    ctx = _watched_context(browser, watch, width, height, device_scale_factor=1)
+    try:
+        page = ctx.new_page()
+        _open(page, shipped)
+        page.get_by_role("button", name="Sample 20 more").click()
+        settle(page)
+        name = f"sampling-{width}x{height}.png"
+        page.locator("#try-it").screenshot(path=str(ARTIFACTS / name))
+        assert (ARTIFACTS / name).stat().st_size > 5_000
+        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0, f"the sampling lab scrolls sideways by {overflow}px at {width}x{height}"
+    finally:
+        ctx.close()
+    assert not watch.problems, watch.problems

@@ -1,0 +1,189 @@
+"""Lab kinds: found through entry points, named in lab.yaml, never imported by the generic core."""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import run_labs as run
+
+from generator.kinds import ENTRY_POINT_GROUP, LabKind, get_kind, kind_names
+
+ROOT = Path(__file__).resolve().parent.parent
+GENERIC = sorted(p for p in (ROOT / "generator").glob("*.py"))  # the core: every module outside kinds/ and attention/
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    shutil.copytree(ROOT / "content", tmp_path / "content")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+@pytest.mark.parametrize("module", GENERIC, ids=lambda p: p.name)
+def test_the_generic_core_imports_no_kind_and_no_attention_math(module):
+    bad = {m for m in _imports(module) if m.startswith(("generator.attention", "generator.kinds."))}
+    assert not bad, f"{module.name} imports {sorted(bad)}"
+
+
+def test_the_core_modules_import_without_cycles():
+    """Each generic module imports on its own in a fresh interpreter (a cycle fails on one of them)."""
+    names = [f"generator.{p.stem}" for p in GENERIC if p.stem != "__main__"]
+    code = "import importlib, sys\nfor n in sys.argv[1:]:\n    [sys.modules.pop(k) for k in list(sys.modules) if k.startswith('generator')]\n    importlib.import_module(n)\n"
+    done = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 0, done.stderr
+    graph = {f"generator.{p.stem}": {m for m in _imports(p) if m.startswith("generator.") and m.count(".") == 1}
+             for p in GENERIC}
+
+    def reaches(start, goal, seen=()):
+        return any(n == goal or (n not in seen and reaches(n, goal, (*seen, n))) for n in graph.get(start, ()))
+
+    cycles = [m for m in graph if reaches(m, m)]
+    assert not cycles, f"import cycle through {cycles}"
+
+
+def test_built_in_kinds_register_through_the_entry_point_group_like_a_plugin():
+    from importlib.metadata import entry_points
+
+    eps = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    assert eps["attention"] == "generator.kinds.attention:AttentionKind"
+    assert "attention" in kind_names()
+    kind = get_kind("attention")
+    assert isinstance(kind, LabKind) and kind.name == "attention"
+    assert (kind.folder / "widget.html").is_file() and list((kind.folder / "static").glob("*.js"))
+
+
+def test_an_unknown_kind_is_an_error_at_its_line_with_the_known_kinds(project, capsys):
+    lab = project / "content/labs/attention/lab.yaml"
+    lab.write_text(lab.read_text(encoding="utf-8").replace("kind: attention", "kind: atention"), encoding="utf-8")
+    code, out, err = run(capsys, "build", "--output", "site")
+    known = ", ".join(kind_names())
+    assert (code, err) == (1, [
+        f"content/labs/attention/lab.yaml:1:7: error: unknown lab kind 'atention' (did you mean 'attention'?); "
+        f"the installed kinds are: {known}",
+        "1 error; nothing was written"])
+
+
+def test_a_lab_without_a_kind_is_told_to_name_one(project, capsys):
+    lab = project / "content/labs/attention/lab.yaml"
+    lab.write_text(lab.read_text(encoding="utf-8").replace("kind: attention\n", ""), encoding="utf-8")
+    code, _, err = run(capsys, "check")
+    assert code == 1
+    assert err[0] == ("content/labs/attention/lab.yaml:1:1: error: missing required key 'kind': name the lab's kind, "
+                      f"one of: {', '.join(kind_names())}")
+
+
+def test_a_key_of_another_kind_is_unknown_to_this_one(project, capsys):
+    """The keys a lab may have are the common ones plus its kind's: 'widget' means nothing elsewhere."""
+    for name in kind_names():
+        if name != "attention":
+            other = name
+            break
+    else:
+        pytest.skip("only one kind is installed")
+    lab = project / "content/labs/attention/lab.yaml"
+    lab.write_text(lab.read_text(encoding="utf-8").replace("kind: attention", f"kind: {other}"), encoding="utf-8")
+    code, _, err = run(capsys, "check")
+    assert code == 1
+    assert any(re.match(r"content/labs/attention/lab\.yaml:\d+:1: error: unknown key 'widget'", line) for line in err), err
+
+
+def test_each_page_loads_only_its_own_kinds_script_and_the_index_none(project, capsys):
+    code, _, _ = run(capsys, "build", "--output", "site")
+    assert code == 0
+    site = project / "site"
+    scripts = lambda page: re.findall(r'<script src="[^"]*assets/([^"/]+)"', (site / page).read_text(encoding="utf-8"))  # noqa: E731
+    styles = lambda page: re.findall(r'<link rel="stylesheet" href="[^"]*assets/([^"/]+)"', (site / page).read_text(encoding="utf-8"))  # noqa: E731
+    for page in ["index.html", "404.html", *[p.relative_to(site).as_posix() for p in site.glob("topics/*/index.html")]]:
+        assert [s.split(".")[0] for s in scripts(page)] == ["site"], page
+        assert [s.split(".")[0] for s in styles(page)] == ["site"], page
+    for page in site.glob("labs/*/index.html"):
+        html = page.read_text(encoding="utf-8")
+        kind = re.search(r'data-kind="([a-z0-9-]+)"', html).group(1)
+        rel = page.relative_to(site).as_posix()
+        assert [s.split(".")[0] for s in scripts(rel)] == ["site", f"kind-{kind}"], rel
+        assert [s.split(".")[0] for s in styles(rel)] == ["site", f"kind-{kind}"], rel
+    shared = next(site.glob("assets/site.*.js")).read_text(encoding="utf-8")
+    assert "lab-data" not in shared and "spotlight" not in shared  # no widget code in the shared script
+
+
+def test_a_custom_theme_overrides_a_kinds_partial_file_by_file(project, capsys):
+    override = project / "theme/kinds/attention/widget.html"
+    override.parent.mkdir(parents=True)
+    override.write_text('<p id="custom-widget">{{ lab.spec.widget.prompt }}</p>\n', encoding="utf-8")
+    code, _, err = run(capsys, "build", "--output", "site")  # theme/ in the working folder is picked up
+    assert code == 0, err
+    html = (project / "site/labs/attention/index.html").read_text(encoding="utf-8")
+    assert '<p id="custom-widget">' in html and 'id="spotlight"' not in html
+
+
+def test_new_makes_a_lab_of_the_asked_kind_that_builds(project, capsys):
+    for name in kind_names():
+        code, out, err = run(capsys, "new", f"my-{name}", "--kind", name)
+        assert code == 0, err
+        text = (project / f"content/labs/my-{name}/lab.yaml").read_text(encoding="utf-8")
+        assert re.search(rf"^kind: {name}$", text, re.M)
+    code, out, err = run(capsys, "build", "--output", "site")
+    assert code == 0, err
+    for name in kind_names():
+        html = (project / f"site/labs/my-{name}/index.html").read_text(encoding="utf-8")
+        assert f'data-kind="{name}"' in html
+
+
+def test_new_with_an_unknown_kind_is_a_usage_error(project, capsys):
+    code, _, err = run(capsys, "new", "x", "--kind", "nope")
+    assert code == 2 and "invalid choice: 'nope'" in err[-1]
+    assert not (project / "content/labs/x").exists()
+
+
+def test_init_writes_a_site_that_builds_where_it_is(tmp_path, monkeypatch, capsys):
+    code, out, err = run(capsys, "init", str(tmp_path / "mysite"))
+    assert code == 0, err
+    monkeypatch.chdir(tmp_path / "mysite")
+    labs = sorted(p.name for p in Path("content/labs").iterdir())
+    assert labs == sorted(f"first-{k}-lab" for k in kind_names() if type(get_kind(k)).__module__.startswith("generator."))
+    code, out, err = run(capsys, "build")
+    assert code == 0, err
+    assert re.match(rf"built {len(labs) + 3} pages, {len(labs)} labs? in ", out[-1]), out
+    index = Path("site/index.html").read_text(encoding="utf-8")
+    for slug in labs:
+        assert f"labs/{slug}/" in index
+    # A file in the site's theme/ overrides the default one of the same path.
+    Path("theme/templates").mkdir(parents=True)
+    Path("theme/templates/404.html").write_text('{% extends "base.html" %}{% block main %}<p>Lost?</p>{% endblock %}\n',
+                                                encoding="utf-8")
+    assert run(capsys, "build")[0] == 0
+    assert "<p>Lost?</p>" in Path("site/404.html").read_text(encoding="utf-8")
+
+
+def test_init_never_overwrites(tmp_path, capsys):
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken/notes.txt").write_text("mine", encoding="utf-8")
+    code, _, err = run(capsys, "init", str(tmp_path / "taken"))
+    assert code == 1 and "never overwrites" in err[0]
+    assert sorted(p.name for p in (tmp_path / "taken").iterdir()) == ["notes.txt"]
+
+
+def test_build_outside_a_site_says_how_to_start_one(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "build")
+    assert code == 1
+    assert err[0] == "content:1:1: error: content folder not found (run `labs init DIR` to start a site)"
+    code, _, err = run(capsys, "new", "x")
+    assert code == 1 and "labs init DIR" in err[0]
