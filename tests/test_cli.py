@@ -79,7 +79,13 @@ def test_help_through_python_dash_m():
     (["build", "--base-url", "example.org"],
      "labs build: error: argument --base-url: 'example.org' is not an absolute http(s) URL such as "
      "https://example.org/labs/"),
-], ids=["no-command", "unknown-command", "unknown-option", "missing-argument", "bad-base-url"])
+    (["serve", "--port", "99999"],
+     "labs serve: error: argument --port: 99999 is not a port: use 1-65535, or 0 for any free port"),
+    (["serve", "--port", "-5"],
+     "labs serve: error: argument --port: -5 is not a port: use 1-65535, or 0 for any free port"),
+    (["serve", "--port", "80a"], "labs serve: error: argument --port: '80a' is not a port number"),
+], ids=["no-command", "unknown-command", "unknown-option", "missing-argument", "bad-base-url", "port-too-big",
+        "port-negative", "port-not-a-number"])
 def test_usage_errors_exit_2(project, capsys, argv, last_line):
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == []
@@ -153,6 +159,17 @@ def test_build_errors_exit_1_with_one_line(project, capsys):
     assert err == ["site: error: refusing to replace a folder that was not built by labs (no .labs-build in it); "
                    "empty it or choose another --output"]
     assert (project / "site/keep.txt").read_text(encoding="utf-8") == "mine"
+
+
+def test_an_unrepresentable_source_date_epoch_is_one_error(project, capsys, monkeypatch):
+    code, _, _ = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert code == 0
+    before = {p: p.read_bytes() for p in (project / "site").rglob("*") if p.is_file()}
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "99999999999999")
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert code == 1
+    assert err == ["error: SOURCE_DATE_EPOCH=99999999999999 is not a date this machine can represent"]
+    assert {p: p.read_bytes() for p in (project / "site").rglob("*") if p.is_file()} == before
 
 
 @pytest.mark.parametrize("argv, line", [

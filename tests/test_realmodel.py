@@ -177,3 +177,20 @@ def test_labs_attention_errors_are_one_line_and_exit_1(project, capsys, checkpoi
     code, out, err = run(capsys, *argv)
     assert code == 1 and out == []
     assert len(err) == 1 and message in err[0], err
+
+
+@pytest.mark.parametrize("json_flag", [["--json"], []], ids=["json", "table"])
+def test_labs_attention_on_a_nan_checkpoint_is_one_error_not_bare_nan(project, capsys, checkpoint, tmp_path, json_flag):
+    from generator.attention.safetensors_io import load_safetensors, save_safetensors
+
+    poisoned = tmp_path / "nan-model"
+    shutil.copytree(checkpoint, poisoned)
+    tensors = load_safetensors(poisoned / "model.safetensors")
+    name = "encoder.layer.0.attention.self.query.weight"
+    tensors[name] = tensors[name].copy()
+    tensors[name].flat[0] = float("nan")
+    save_safetensors(poisoned / "model.safetensors", tensors)
+    code, out, err = run(capsys, "attention", "--model", str(poisoned), *json_flag, "The cat sat")
+    assert code == 1 and out == [], out  # never a bare NaN on stdout, which no JSON reader accepts
+    assert len(err) == 1 and f"tensor '{name}' holds NaN or infinite values" in err[0], err
+    assert "Traceback" not in "\n".join(err)
