@@ -9,6 +9,7 @@ slip at once, not one per build.
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,6 +60,11 @@ def display_path(path: Path | str, root: Path | None = None) -> str:
             return p.resolve().relative_to(base.resolve()).as_posix()
         except ValueError:
             continue
+        except (OSError, RuntimeError):  # a loop of symbolic links: show the path as written
+            try:
+                return Path(os.path.abspath(p)).relative_to(base.resolve()).as_posix()
+            except ValueError:
+                continue
     return p.as_posix()
 
 

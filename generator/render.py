@@ -25,6 +25,7 @@ from markupsafe import Markup
 
 from generator.errors import BuildError, ContentError, Diagnostic, SiteError, display_path
 from generator.kinds import LabKind, get_kind
+from generator.source import outside_problem
 from generator.model import PROGRESS_STORAGE_KEY, Content, Lab, Topic
 
 # The theme that ships inside the package (a non-editable install copies theme/ there), else
@@ -121,9 +122,13 @@ class Theme:
             files.update(_tree(kind.folder / "static", f"kinds/{kind.name}/static/"))
         for top in ("templates", "static"):
             files.update(_tree(self.base / top, f"{top}/"))
-        if self.custom is not None:
+        if self.custom is not None:  # the one folder here an author controls: no links out of it
+            problems: list[Diagnostic] = []
             for top in ("templates", "static", "kinds"):
-                files.update(_tree(self.custom / top, f"{top}/"))
+                if not _escapes(self.custom / top, self.custom, problems):
+                    files.update(_tree(self.custom / top, f"{top}/", self.custom, problems))
+            if problems:
+                raise ContentError(problems)
         return dict(sorted(files.items()))
 
     def _load_template(self, name: str):
@@ -179,16 +184,47 @@ class Theme:
         return self.folder / "templates" / template, 1
 
 
-def _tree(folder: Path, prefix: str) -> dict[str, Path]:
-    """Every file below ``folder`` by ``prefix`` + its relative path (dot-files left out)."""
+def _tree(folder: Path, prefix: str, inside: Path | None = None,
+          problems: list[Diagnostic] | None = None) -> dict[str, Path]:
+    """Every file below ``folder`` by ``prefix`` + its relative path (dot-files left out).
+
+    With ``inside`` (a custom theme folder), symbolic links are followed only while they stay
+    inside it; each one that leads out is left out and reported in ``problems``, naming the link.
+    A folder reached twice (a loop of links) is read once."""
     if not folder.is_dir():
         return {}
-    out = {}
-    for f in folder.rglob("*"):
-        rel = f.relative_to(folder).as_posix()
-        if f.is_file() and not any(part.startswith(".") for part in rel.split("/")):
-            out[prefix + rel] = f
+    out: dict[str, Path] = {}
+    seen: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+        here = Path(dirpath)
+        real = os.path.realpath(here)
+        if real in seen:
+            dirnames[:] = []
+            continue
+        seen.add(real)
+        keep = []
+        for name in sorted(dirnames):
+            if name.startswith("."):
+                continue
+            if inside is not None and _escapes(here / name, inside, problems):
+                continue
+            keep.append(name)
+        dirnames[:] = keep
+        for name in filenames:
+            f = here / name
+            if name.startswith(".") or not f.is_file():
+                continue
+            if inside is not None and _escapes(f, inside, problems):
+                continue
+            out[prefix + f.relative_to(folder).as_posix()] = f
     return out
+
+
+def _escapes(path: Path, inside: Path, problems: list[Diagnostic] | None) -> bool:
+    problem = outside_problem(path, inside) if path.is_symlink() else None
+    if problem is not None and problems is not None:
+        problems.append(problem)
+    return problem is not None
 
 
 def _template_error(path: Path, line: int, message: str) -> ContentError:

@@ -26,10 +26,60 @@ def _diag(path: str, text: str, line: int, column: int, message: str) -> Diagnos
     return Diagnostic(path, line, column, message, source_line)
 
 
-def read_text(path: Path, root: Path | None = None, *, allow_empty: bool = False) -> str:
+def link_outside(path: Path, inside: Path) -> tuple[Path, Path | None] | None:
+    """The first symbolic link on the way from ``inside`` down to ``path`` that leads out of
+    ``inside`` (or loops): the link and where it leads (None for a loop); None if every link on
+    the way stays inside. ``path`` is taken as written (below ``inside``), not resolved."""
+    try:
+        boundary = inside.resolve()
+        parts = Path(path).relative_to(inside).parts
+    except (ValueError, OSError, RuntimeError):
+        return None
+    current = Path(inside)
+    for part in parts:
+        current = current / part
+        if current.is_symlink():
+            try:
+                target = current.resolve(strict=False)
+            except (OSError, RuntimeError):  # a loop of links
+                return current, None
+            if not target.is_relative_to(boundary):
+                return current, target
+    return None
+
+
+def _shown_link(link: Path, root: Path | None) -> str:
+    """Like :func:`display_path`, for the link itself (display_path would show where it leads)."""
+    absolute = link.parent.resolve() / link.name
+    for base in (Path.cwd(), root):
+        if base is not None and absolute.is_relative_to(base.resolve()):
+            return absolute.relative_to(base.resolve()).as_posix()
+    return absolute.as_posix()
+
+
+def outside_problem(path: Path, inside: Path, root: Path | None = None) -> Diagnostic | None:
+    """The symlink policy, as a diagnostic naming the link: nothing is read through a link that
+    leads out of the content (or theme) folder ``inside``; links that stay inside are fine."""
+    found = link_outside(path, inside)
+    if found is None:
+        return None
+    link, target = found
+    shown = _shown_link(link, root)
+    if target is None:
+        return Diagnostic(shown, 1, 1, f"{shown} is a symbolic link that loops back on itself")
+    return Diagnostic(shown, 1, 1, f"{shown} is a symbolic link to {display_path(target, root)}, "
+                                   f"outside {display_path(inside, root)}/")
+
+
+def read_text(path: Path, root: Path | None = None, *, allow_empty: bool = False, inside: Path | None = None) -> str:
     """The UTF-8 text of ``path``; a :class:`ContentError` for a missing, unreadable,
-    non-UTF-8 or empty file, or a folder where a file should be."""
+    non-UTF-8 or empty file, or a folder where a file should be. With ``inside`` (the content
+    folder), also for a file reached through a symbolic link that leads out of it."""
     shown = display_path(path, root)
+    if inside is not None:
+        problem = outside_problem(path, inside, root)
+        if problem is not None:
+            raise ContentError([problem])
     if not path.exists():
         raise ContentError([Diagnostic(shown, 1, 1, "file not found")])
     if path.is_dir():
@@ -156,9 +206,10 @@ def _walk(doc: YamlDoc, node: yaml.Node, where: Where, diags: Diagnostics, seen:
     raise AssertionError(f"unknown YAML node {node!r}")
 
 
-def load_yaml(path: Path, root: Path | None = None) -> YamlDoc:
-    """Parse ``path`` safely. Raises :class:`ContentError` with the position of any syntax error."""
-    text = read_text(path, root)
+def load_yaml(path: Path, root: Path | None = None, *, inside: Path | None = None) -> YamlDoc:
+    """Parse ``path`` safely. Raises :class:`ContentError` with the position of any syntax error
+    (or, with ``inside``, for a file reached through a link out of that folder)."""
+    text = read_text(path, root, inside=inside)
     shown = display_path(path, root)
     try:
         node = yaml.compose(text, Loader=_SAFE_LOADER)

@@ -205,3 +205,37 @@ def test_check_reports_the_same_errors_as_build(project, capsys):
         f"content/labs/alpha/details.md:{line}:{column}: error: link to a missing anchor: #faqs",
         "1 error; nothing was written",
     ]
+
+
+# -- the symlink policy for a custom theme ------------------------------------------------------
+
+
+@pytest.mark.parametrize("link, points_to", [
+    ("theme/static/secret.txt", "secret.txt"),
+    ("theme/static/extra", "outside-folder"),
+    ("theme/templates", "outside-folder"),
+], ids=["file", "folder-inside-static", "top-folder"])
+def test_a_theme_link_out_of_the_theme_is_an_error_naming_it(project, capsys, link, points_to):
+    (project / "secret.txt").write_text("not for the site", encoding="utf-8")
+    (project / "outside-folder").mkdir()
+    (project / "outside-folder/secret.css").write_text("body{}", encoding="utf-8")
+    target = project / link
+    if target.exists():
+        shutil.rmtree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.symlink_to(project / points_to)
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert code == 1
+    assert f"{link}:1:1: error: {link} is a symbolic link to {points_to}, outside theme/" in err, err
+    assert not (project / "site").exists()
+
+
+def test_theme_links_that_stay_inside_the_theme_are_published(project, capsys):
+    (project / "theme/shared").mkdir()
+    (project / "theme/shared/robots-extra.txt").write_text("hello", encoding="utf-8")
+    (project / "theme/static").mkdir(exist_ok=True)
+    (project / "theme/static/hello.txt").symlink_to(project / "theme/shared/robots-extra.txt")
+    (project / "theme/static/loop").symlink_to(project / "theme/static")  # a loop: read once, not forever
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert (code, err) == (0, [])
+    assert (project / "site/assets/hello.txt").read_text(encoding="utf-8") == "hello"

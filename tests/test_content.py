@@ -271,15 +271,57 @@ def test_every_mistake_of_a_run_is_reported_together(project, capsys):
     assert (code, err) == (1, expected + ["3 errors; nothing was written"])
 
 
-def test_a_symlink_cannot_lead_out_of_the_lab_folder(project, capsys):
-    (project / "secret.md").write_text("Outside the content.\n", encoding="utf-8")
+# -- one symlink policy: nothing outside content/ is read, links that stay inside are fine -----------
+
+
+def _link_out(project: Path, rel: str) -> Path:
+    """Move ``rel`` (a file or folder of the content) out of content/ and leave a link to it."""
+    inside, outside = project / rel, project / "elsewhere" / Path(rel).name
+    outside.parent.mkdir(exist_ok=True)
+    shutil.move(inside, outside)
+    inside.symlink_to(outside, target_is_directory=outside.is_dir())
+    return outside
+
+
+@pytest.mark.parametrize("rel", [
+    "content/site.yaml", "content/labs/attention", "content/labs", f"{LAB}lab.yaml", f"{LAB}quiz.yaml",
+    f"{LAB}faq.yaml", f"{LAB}gist.md",
+], ids=["site.yaml", "lab-folder", "labs-folder", "lab.yaml", "quiz.yaml", "faq.yaml", "markdown"])
+def test_a_symlink_out_of_content_is_an_error_naming_the_link(project, capsys, rel):
+    outside = _link_out(project, rel)
+    code, err = build(capsys)
+    assert code == 1
+    assert f"{rel}:1:1: error: {rel} is a symbolic link to elsewhere/{outside.name}, outside content/" in err, err
+    assert not (project / "site").exists()
+
+
+def test_a_symlink_loop_in_content_is_an_error_not_a_hang(project, capsys):
     gist = project / LAB / "gist.md"
     gist.unlink()
-    gist.symlink_to(project / "secret.md")
-    lab_yaml = (project / LAB / "lab.yaml").read_text(encoding="utf-8")
-    line, column = position(lab_yaml, "file: |gist.md")
+    gist.symlink_to(gist)
     code, err = build(capsys)
-    assert (code, err) == (1, [f"{LAB}lab.yaml:{line}:{column}: error: path 'gist.md' points outside "
+    assert code == 1
+    assert f"{LAB}gist.md:1:1: error: {LAB}gist.md is a symbolic link that loops back on itself" in err, err
+
+
+def test_symlinks_that_stay_inside_content_are_followed(project, capsys):
+    shared = project / "content/shared"
+    shared.mkdir()
+    shutil.move(project / LAB / "gist.md", shared / "gist.md")
+    (project / LAB / "gist.md").symlink_to("../../shared/gist.md")
+    shutil.move(project / LAB / "faq.yaml", shared / "faq.yaml")
+    (project / LAB / "faq.yaml").symlink_to(shared / "faq.yaml")  # absolute, and still inside
+    code, err = build(capsys)
+    assert (code, err) == (0, [])
+
+
+def test_a_dotdot_path_in_lab_yaml_is_still_refused_at_its_line(project, capsys):
+    lab = project / LAB / "lab.yaml"
+    text = lab.read_text(encoding="utf-8").replace("file: gist.md", "file: ../../site.yaml", 1)
+    lab.write_text(text, encoding="utf-8")
+    line, column = position(text, "file: |../../site.yaml")
+    code, err = build(capsys)
+    assert (code, err) == (1, [f"{LAB}lab.yaml:{line}:{column}: error: path '../../site.yaml' points outside "
                                "content/labs/attention/", "1 error; nothing was written"])
 
 
