@@ -271,6 +271,8 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
     t = time.perf_counter()
     renderer = Renderer(content, Theme(theme_dir, kinds_of(content)), payloads, base_url)
     files = renderer.render_all()
+    for warning in renderer.warnings:
+        report(warning)
     check_links(files, content)
     files[MARKER] = MARKER_TEXT
     report(f"rendered {sum(p.endswith('.html') for p in files)} pages ({time.perf_counter() - t:.2f} s)")

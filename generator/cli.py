@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from generator import __version__
-from generator.errors import BuildError, ContentError, SiteError, display_path
+from generator.errors import BuildError, ContentError, SiteError, cap_per_file, display_path
 from generator.kinds import all_kinds
 
 
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except ContentError as exc:
-        for d in exc.diagnostics:
+        for d in cap_per_file(exc.diagnostics):  # at most 20 a file, then "… and N more"
             _err(str(d))
         n = len(exc.diagnostics)
         _err(f"{n} error{'s' * (n != 1)}; nothing was written")

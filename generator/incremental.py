@@ -314,6 +314,8 @@ class SiteBuilder:
         inputs = {lab.slug: (lab, keys[lab.slug]) for lab in labs}
         if previous is None or previous.key != key:
             files = renderer.render_all()
+            for warning in renderer.warnings:
+                self.report(warning)
             lab_files: dict[str, list[str]] = {lab.slug: [] for lab in labs}
             for path in files:
                 if path.startswith("labs/"):
@@ -344,6 +346,8 @@ class SiteBuilder:
                 files[f"topics/{topic.slug}/index.html"] = renderer.render_topic(topic)
         if changed:
             files["index.html"] = renderer.render_index()
+        for warning in renderer.warnings:
+            self.report(warning)
         self._rendered = _Rendered(key, inputs, lab_files_now, files)
         return files, changed, len(pages) + len(topics) + bool(changed)
 

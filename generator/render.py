@@ -32,6 +32,7 @@ from generator.model import PROGRESS_STORAGE_KEY, Content, Lab, Topic
 # the one of a source checkout.
 _PACKAGED_THEME = Path(__file__).resolve().parent / "theme"
 _SOURCE_THEME = Path(__file__).resolve().parent.parent / "theme"
+FIRST_VISIT_BUDGET = 100_000  # bytes, raw: a lab page and the theme files it links to (README, "Page weight")
 KIND_PARTS = ("widget.html", "question.html")  # a kind's templates; its static/ is read apart
 
 
@@ -261,6 +262,7 @@ class Renderer:
         self.base_url = (base_url if base_url is not None else self.site.base_url) or ""
         if self.base_url and not self.base_url.endswith("/"):
             self.base_url += "/"
+        self.warnings: list[str] = []  # printed by the build, never fatal
         self.asset_data = theme.assets()
         # Only the concatenated bundles are fingerprinted; other files keep their names.
         self.asset_names = {
@@ -383,7 +385,26 @@ class Renderer:
             prev_lab=prev_lab,
             next_lab=next_lab,
         )
+        self._check_weight(lab, kind, data.embedded, files[path + "index.html"])
         return files
+
+    def _check_weight(self, lab: Lab, kind: LabKind, embedded: Any, html: bytes) -> None:
+        """Warn at the sentence (or whatever the kind names) when a lab page's first visit — the
+        page and the theme files it links to — is over the page budget and that part is at least
+        half the budget: a long first sentence embeds n² numbers per head."""
+        weight = len(html) + sum(len(self.asset_data[name]) for name, url in self.asset_names.items()
+                                 if f'/{url}"'.encode() in html or f'"{url}"'.encode() in html)
+        if weight <= FIRST_VISIT_BUDGET:
+            return
+        part = kind.heavy_part(lab, embedded)
+        if part is None or part[3] * 2 < FIRST_VISIT_BUDGET:
+            return
+        path, line, column, size = part
+        self.warnings.append(
+            f"{display_path(path)}:{line}:{column}: warning: the first visit of labs/{lab.slug}/ weighs "
+            f"{weight / 1000:.0f} KB, over the {FIRST_VISIT_BUDGET // 1000} KB page budget, {size / 1000:.0f} KB "
+            "of it this sentence's numbers (the first sentence's are embedded in the page): shorten it, or put "
+            "a shorter sentence first")
 
     def render_lab(self, lab: Lab, prev_lab: Lab | None, next_lab: Lab | None) -> bytes:
         return self.lab_files(lab, prev_lab, next_lab)[f"labs/{lab.slug}/index.html"]

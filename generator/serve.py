@@ -47,7 +47,9 @@ from generator.errors import (
     BuildError,
     ContentError,
     Diagnostic,
+    MoreErrors,
     SiteError,
+    cap_per_file,
     display_path,
 )
 from generator.incremental import Rebuild, SiteBuilder
@@ -136,7 +138,7 @@ RELOAD_JS = r"""/* labs serve: live reload and the build-error overlay. Never pa
     box.id = OVERLAY_ID;
     box.setAttribute("role", "alert");
     box.setAttribute("aria-label", "Build errors");
-    var n = errors.length;
+    var n = errors.reduce(function (sum, error) { return sum + (error.more || 1); }, 0);
     var head = el("h2", n + (n === 1 ? " error" : " errors") + " in the last build", {
       margin: "0 0 .25rem", font: "bold 16px/1.4 system-ui, sans-serif", color: "#ff8a8e"
     });
@@ -251,7 +253,10 @@ def inject_reload(html: bytes, etag: str) -> bytes:
 
 # -- what is being served ------------------------------------------------------------------
 
-def diagnostic_json(d: Diagnostic) -> dict:
+def diagnostic_json(d: Diagnostic | MoreErrors) -> dict:
+    if isinstance(d, MoreErrors):  # the overlay counts it as the errors it stands for
+        return {"path": d.path, "line": 0, "column": 0, "message": f"… and {d.count} more error"
+                f"{'s' * (d.count != 1)} in this file", "source_line": "", "more": d.count}
     return {"path": d.path, "line": d.line, "column": d.column, "message": d.message, "source_line": d.source_line}
 
 
@@ -717,7 +722,8 @@ class DevServer:
         try:
             result = self.builder.rebuild(batch, map_labs)
         except ContentError as exc:
-            self._fail(what, [diagnostic_json(d) for d in exc.diagnostics], [str(d) for d in exc.diagnostics])
+            shown = cap_per_file(exc.diagnostics)  # at most 20 a file, then "… and N more"
+            self._fail(what, [diagnostic_json(d) for d in shown], [str(d) for d in shown])
             return None
         except BuildError as exc:
             self._fail(what, [build_error_json(exc)], [str(exc)])
@@ -741,10 +747,11 @@ class DevServer:
         self._failing = True
         self._errors_printed = errors
         kept = "still serving the last good site" if self.live.files else "nothing to serve until it builds"
+        total = sum(e.get("more", 1) for e in errors)
         if what == "the site":
-            self.warn(f"{_plural(len(errors), 'error')} in the site; {kept}")
+            self.warn(f"{_plural(total, 'error')} in the site; {kept}")
         else:
-            self.warn(f"changed {what} → {_plural(len(errors), 'error')}; {kept}")
+            self.warn(f"changed {what} → {_plural(total, 'error')}; {kept}")
         for line in lines:
             self.warn(line)
         return

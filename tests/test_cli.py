@@ -239,3 +239,49 @@ def test_theme_links_that_stay_inside_the_theme_are_published(project, capsys):
     code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
     assert (code, err) == (0, [])
     assert (project / "site/assets/hello.txt").read_text(encoding="utf-8") == "hello"
+
+
+# -- many errors in one file -------------------------------------------------------------------
+
+
+def _faq_with_mistakes(project: Path, n: int) -> None:
+    (project / "content/labs/alpha/faq.yaml").write_text(
+        "".join(f"- question: Question {i}?\n  answr: no\n" for i in range(n)), encoding="utf-8")
+
+
+def test_errors_are_capped_at_20_per_file_with_one_line_for_the_rest(project, capsys):
+    _faq_with_mistakes(project, 30)  # two mistakes each: an unknown key and a missing answer
+    edit(project / "content/labs/alpha/lab.yaml", "topic: basics", "topic: basic")
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert code == 1
+    faq = [line for line in err if line.startswith("content/labs/alpha/faq.yaml:")]
+    assert len(faq) == 21 and all(": error: " in line for line in faq[:20])
+    assert faq[20] == "content/labs/alpha/faq.yaml: … and 40 more errors in this file"
+    assert any(line.startswith("content/labs/alpha/lab.yaml:") for line in err)  # other files still shown
+    assert err[-1] == "61 errors; nothing was written"  # the count is of every error
+
+
+def test_twenty_errors_in_a_file_print_without_a_more_line(project, capsys):
+    _faq_with_mistakes(project, 10)
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert code == 1 and len(err) == 21 and not any("more error" in line for line in err)
+
+
+def test_a_first_sentence_that_blows_the_page_budget_is_a_warning_at_its_line(project, capsys):
+    words = " ".join(f"w{i}/ADV" for i in range(54))  # 60 words, the most a sentence may have
+    text = edit(project / "content/labs/alpha/lab.yaml", "      text: The cat/NOUN sat/VERB on the mat/NOUN\n",
+                f"      text: The cat/NOUN sat/VERB on the mat/NOUN {words}\n")
+    line, col = where(text, f"text: |The cat/NOUN sat/VERB on the mat/NOUN {words}")
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert (code, err) == (0, [])
+    warnings = [o for o in out if ": warning: " in o]
+    assert len(warnings) == 1, out
+    assert re.fullmatch(rf"content/labs/alpha/lab.yaml:{line}:{col}: warning: the first visit of labs/alpha/ weighs "
+                        r"\d+ KB, over the 100 KB page budget, \d+ KB of it this sentence's numbers \(the first "
+                        r"sentence's are embedded in the page\): shorten it, or put a shorter sentence first",
+                        warnings[0]), warnings[0]
+
+
+def test_a_short_first_sentence_gets_no_weight_warning(project, capsys):
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert code == 0 and not any("warning" in line for line in out + err)

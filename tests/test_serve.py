@@ -573,3 +573,20 @@ def test_an_error_shows_an_overlay_until_it_is_fixed(start_server, browser, tmp_
     assert page.violations == [] and other.violations == []
     page.close()
     other.close()
+
+
+def test_the_overlay_caps_errors_per_file_and_counts_them_all(tmp_path):
+    from generator.serve import DevServer
+
+    content = copy_content(tmp_path)
+    (content / "labs/attention/faq.yaml").write_text(
+        "".join(f"- question: Question {i}?\n  answr: no\n" for i in range(30)), encoding="utf-8")
+    warned: list[str] = []
+    server = DevServer(content, THEME, None, report=lambda _: None, warn=warned.append)
+    assert server._run_build(None) is None
+    errors = server.live.errors
+    assert len(errors) == 21
+    assert errors[-1]["message"] == "… and 40 more errors in this file" and errors[-1]["more"] == 40
+    assert errors[-1]["path"].endswith("labs/attention/faq.yaml")
+    assert warned[0].startswith("60 errors in the site")
+    assert len(warned) == 22 and warned[-1].endswith("faq.yaml: … and 40 more errors in this file")

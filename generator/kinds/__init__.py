@@ -135,6 +135,12 @@ class LabKind:
         """What the lab page embeds and what it may load later. Default: embed everything."""
         return PageData(payload)
 
+    def heavy_part(self, lab: Lab, embedded: Any) -> tuple[Path, int, int, int] | None:
+        """The part of ``embedded`` (what :meth:`page` embeds) an author controls and that can
+        grow without bound: the file, line and column where it is written, and its bytes. The
+        build warns there when the page's first visit is over budget because of it. None: none."""
+        return None
+
     def jsonld_question_type(self, qtype: str) -> str:
         """schema.org ``eduQuestionType`` of one of the kind's question types."""
         return "Multiple choice"

@@ -8,6 +8,9 @@ The NumPy it runs is in :mod:`generator.attention`, which knows nothing of YAML 
 
 from __future__ import annotations
 
+import json
+import re
+
 import argparse
 import html
 from collections.abc import Mapping, Sequence
@@ -129,6 +132,33 @@ class AttentionKind(LabKind):
             summary = {key: value for key, value in real.items() if key not in ("sentences", "sha256", "per_mille")}
             payload["real"] = {**summary, "src": name, "sentence_ids": sorted(real["sentences"])}
         return PageData(payload, files)
+
+    def heavy_part(self, lab: Lab, embedded: Any) -> tuple[Path, int, int, int] | None:
+        """The first sentence: its numbers are the ones embedded in the page (n² per head)."""
+        default = lab.spec.widget.default_sentence
+        sentence = next((s for s in embedded.get("sentences", ()) if s.get("id") == default), None)
+        if sentence is None:
+            return None
+        size = len(json.dumps(sentence, separators=(",", ":"), ensure_ascii=False).encode())
+        path, line, column = self._sentence_at(lab, default)
+        return path, line, column, size
+
+    @staticmethod
+    def _sentence_at(lab: Lab, default: str) -> tuple[Path, int, int]:
+        """Where the sentence ``default``'s text is written in lab.yaml (its top if not found)."""
+        path = lab.source_dir / "lab.yaml"
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            return path, 1, 1
+        for i, line in enumerate(lines):
+            if re.fullmatch(rf"\s*(?:-\s+)?id:\s*['\"]?{re.escape(default)}['\"]?\s*", line):
+                for j in range(i + 1, min(i + 20, len(lines))):
+                    m = re.match(r"\s*text:\s*", lines[j])
+                    if m:
+                        return path, j + 1, m.end() + 1
+                return path, i + 1, 1
+        return path, 1, 1
 
     def scaffold(self, slug: str, title: str) -> Mapping[str, str]:
         return {"lab.yaml": LAB_YAML, "questions": QUESTIONS}
