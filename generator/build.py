@@ -92,6 +92,11 @@ def duplicate_id_problems(path: str, html: str, content: Content) -> list[Diagno
     return [_id_problem(content, path, i) for i in repeated]
 
 
+def _raw_id(element_id: str) -> re.Pattern:
+    """``id="x"``, ``id='x'`` or ``id=x`` in raw HTML, with the ``id`` at the match's start."""
+    return re.compile(rf"""(?<![\w-])id\s*=\s*(?:"{re.escape(element_id)}"|'{re.escape(element_id)}'|{re.escape(element_id)}(?=[\s/>]|$))""")
+
+
 def _id_problem(content: Content, page: str, element_id: str) -> Diagnostic:
     message = f"id {element_id!r} is used twice on {page}; links to #{element_id} would land on the first"
     slug = page.split("/")[1] if page.startswith("labs/") else None
@@ -103,6 +108,9 @@ def _id_problem(content: Content, page: str, element_id: str) -> Diagnostic:
                 heading = line.lstrip("#").strip() if line.startswith("#") else None
                 if stripped == f"id: {element_id}" or (heading is not None and slugify(heading) == element_id):
                     return Diagnostic(display_path(f), i + 1, len(line) - len(line.lstrip()) + 1, message, line)
+                raw = _raw_id(element_id).search(line) if f.suffix == ".md" else None
+                if raw:  # raw HTML in Markdown: <span id="quiz">
+                    return Diagnostic(display_path(f), i + 1, raw.start() + 1, message, line)
     return Diagnostic(f"theme/templates (page {page})", 1, 1, message)
 
 

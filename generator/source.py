@@ -9,6 +9,7 @@ and every complaint it makes carries the exact ``file:line:col`` of the offendin
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,11 @@ import yaml
 from generator.errors import ContentError, Diagnostic, Diagnostics, did_you_mean, display_path
 
 Where = tuple  # a path into a YAML document: keys (str) and indexes (int)
+
+
+def _line_col(text: str, index: int) -> tuple[int, int]:
+    """1-based line and column (in characters) of ``text[index]``."""
+    return text.count("\n", 0, index) + 1, index - (text.rfind("\n", 0, index) + 1) + 1
 
 
 def _diag(path: str, text: str, line: int, column: int, message: str) -> Diagnostic:
@@ -99,6 +105,11 @@ def read_text(path: Path, root: Path | None = None, *, allow_empty: bool = False
             [Diagnostic(shown, line, column, f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save it as UTF-8")]
         ) from None
     text = text.removeprefix("\ufeff")
+    nul = text.find("\0")
+    if nul >= 0:  # a NUL byte: binary data or a broken save; YAML refuses it, Markdown would hide it
+        line, column = _line_col(text, nul)
+        raise ContentError([_diag(shown, text, line, column, "a NUL byte (U+0000) is not allowed in a text file; "
+                                                             "remove it")])
     if not allow_empty and not text.strip():
         raise ContentError([Diagnostic(shown, 1, 1, "file is empty")])
     return text
@@ -206,6 +217,35 @@ def _walk(doc: YamlDoc, node: yaml.Node, where: Where, diags: Diagnostics, seen:
     raise AssertionError(f"unknown YAML node {node!r}")
 
 
+_QUOTED_VALUE = re.compile(r"""\s*(?:-\s+)*(?:[^\s#'"\-][^#]*?:\s+)?(["'])""")
+
+
+def _unclosed_quote(text: str, last_line: int) -> tuple[int, int] | None:
+    """The first line up to ``last_line`` whose value opens a quote that it does not close, as
+    (line, column of the quote). Lesson files write quoted values on one line; libyaml reports
+    an unclosed one where it gave up, often dozens of lines later."""
+    for number, line in enumerate(text.split("\n")[:last_line], start=1):
+        m = _QUOTED_VALUE.match(line)
+        if m is None:
+            continue
+        quote, i = m.group(1), m.end()
+        closed = False
+        while i < len(line):
+            if quote == '"' and line[i] == "\\":
+                i += 2
+                continue
+            if line[i] == quote:
+                if quote == "'" and line[i + 1 : i + 2] == "'":  # '' is an escaped quote
+                    i += 2
+                    continue
+                closed = True
+                break
+            i += 1
+        if not closed:
+            return number, m.start(1) + 1
+    return None
+
+
 def load_yaml(path: Path, root: Path | None = None, *, inside: Path | None = None) -> YamlDoc:
     """Parse ``path`` safely. Raises :class:`ContentError` with the position of any syntax error
     (or, with ``inside``, for a file reached through a link out of that folder)."""
@@ -215,11 +255,27 @@ def load_yaml(path: Path, root: Path | None = None, *, inside: Path | None = Non
         node = yaml.compose(text, Loader=_SAFE_LOADER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         problem = exc.problem or exc.context or "invalid YAML"
+        if (exc.context or "").startswith("while scanning a quoted scalar") and exc.context_mark is not None \
+                and "end of stream" in (exc.problem or ""):
+            # libyaml gives up at the end of the file; the mistake is the quote that opened it
+            mark = exc.context_mark
+            problem = "this quote is never closed (the file ends inside it)"
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        opened = _unclosed_quote(text, line)
+        if opened is not None and opened[0] < line:  # a quote left open earlier ran on to here
+            problem = (f"this quote is not closed on its line (the YAML parser only noticed at line {line}: "
+                       f"{problem})")
+            line, column = opened
         raise ContentError([_diag(shown, text, line, column, f"invalid YAML: {problem}")]) from None
-    except yaml.YAMLError as exc:  # e.g. a control character the reader refuses
-        raise ContentError([_diag(shown, text, 1, 1, f"invalid YAML: {exc}")]) from None
+    except yaml.reader.ReaderError as exc:  # a control character the reader refuses, at its place
+        char = exc.character if isinstance(exc.character, str) else chr(exc.character)
+        at = text.find(char)  # libyaml's position counts bytes; the first such character is the one refused
+        line, column = _line_col(text, at) if at >= 0 else (1, 1)
+        raise ContentError([_diag(shown, text, line, column, f"invalid YAML: the control character "
+                                  f"U+{ord(char):04X} is not allowed; remove it")]) from None
+    except yaml.YAMLError as exc:
+        raise ContentError([_diag(shown, text, 1, 1, f"invalid YAML: {' '.join(str(exc).split())}")]) from None
     doc = YamlDoc(shown, text, None)
     if node is None:
         raise ContentError([_diag(shown, text, 1, 1, "file has no YAML content")])
