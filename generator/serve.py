@@ -56,7 +56,19 @@ from generator.incremental import Rebuild, SiteBuilder
 
 log = logging.getLogger(__name__)
 
-CSP = "default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; base-uri 'self'"
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; base-uri 'self'; "
+       "frame-ancestors 'none'")
+# Sent with every response, error responses of the HTTP layer (400, 414, 431, 501) included.
+SECURITY_HEADERS = (
+    ("Cache-Control", "no-store"),
+    ("X-Content-Type-Options", "nosniff"),
+    # The policy the pages are built for, so a mistake in a theme shows up while writing.
+    ("Content-Security-Policy", CSP),
+    ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "no-referrer"),
+)
+REQUEST_TIMEOUT_SECONDS = 10  # a connection that sends nothing for this long is closed
+MAX_CONNECTIONS = 64  # connections served at once (each is a thread); more are closed at once
 PREFIX = "/__labs__/"
 EVENTS_PATH = PREFIX + "events"
 RELOAD_PATH = PREFIX + "reload.js"
@@ -330,6 +342,16 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
     server_version = "labs-serve"
     sys_version = ""
+    # HTTP/0.9 answers have no status line and no headers, so not even an error would carry the
+    # security headers: a request line that cannot be read is answered as HTTP/1.0.
+    default_request_version = "HTTP/1.0"
+    timeout = REQUEST_TIMEOUT_SECONDS  # StreamRequestHandler sets it on the socket: no idle connection forever
+
+    def end_headers(self) -> None:
+        """Every response carries the security headers, the HTTP layer's own errors included."""
+        for name, value in SECURITY_HEADERS:
+            self.send_header(name, value)
+        super().end_headers()
 
     def log_message(self, format: str, *args) -> None:
         log.debug("%s %s", self.address_string(), format % args)
@@ -344,10 +366,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("X-Content-Type-Options", "nosniff")
-        # The policy the pages are built for, so a mistake in a theme shows up while writing.
-        self.send_header("Content-Security-Policy", CSP)
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
@@ -404,10 +422,6 @@ class _Handler(BaseHTTPRequestHandler):
         etag = query.get("etag", [""])[0]
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("X-Content-Type-Options", "nosniff")
-        # The policy the pages are built for, so a mistake in a theme shows up while writing.
-        self.send_header("Content-Security-Policy", CSP)
         self.end_headers()
         self.wfile.write(b"retry: 500\n\n")
         seen, last = -1, None
@@ -435,7 +449,26 @@ class _HTTPServer(ThreadingHTTPServer):
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self.live = live
         self.loopback_only = _is_loopback(address[0])
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         super().__init__(address, _Handler)
+
+    def process_request(self, request, client_address) -> None:
+        """One thread per connection, at most :data:`MAX_CONNECTIONS` at once: a flood of
+        half-sent requests cannot grow threads without end (each also times out)."""
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind asks DNS for our own name (socket.getfqdn), which can stall

@@ -41,7 +41,7 @@ except ImportError:  # pragma: no cover - reported by the `browser` fixture as a
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 ARTIFACTS = ROOT / "test-artifacts"
-CSP = "default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; base-uri 'self'"
+CSP = "default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'none'"
 HOSTILE = "</script><script>alert(1)</script>"
 LAB = "labs/attention/"
 WHERE = ["http", "file"]
