@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from generator.content import lab_folders, load_content_partial
+from generator.content import lab_folders, load_content_partial, static_files
 from generator.errors import BuildError, ContentError, Diagnostic, display_path
 from generator.kinds import Computed, get_kind
 from generator.markdown_render import slugify
@@ -283,6 +283,7 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
         report(warning)
     check_links(files, content)
     files[MARKER] = MARKER_TEXT
+    files.update(static_files(content_dir, files))  # content/static/, as it is
     report(f"rendered {sum(p.endswith('.html') for p in files)} pages ({time.perf_counter() - t:.2f} s)")
     return files, content
 

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from generator.errors import ContentError, Diagnostic, Diagnostics, SiteError, did_you_mean, display_path
 from generator.kinds import LabKind, get_kind, kind_names
@@ -578,3 +578,60 @@ def load_content_partial(root: Path, map_labs: Callable = map) -> tuple[Content,
     """Like :func:`load_content`, but returns the labs that loaded cleanly with the problems."""
     source = load_site(root)
     return assemble_partial(source, list(map_labs(partial(load_lab, source), source.order)))
+
+
+STATIC_DIR = "static"  # content/static/: copied into the site's root as it is
+
+
+def static_files(root: Path, generated: Mapping[str, bytes]) -> dict[str, bytes]:
+    """The files of ``content/static/`` by their path in the site (CNAME, .nojekyll, images),
+    read as they are. A path the build generates itself, or a symbolic link out of content/,
+    is an error naming the file."""
+    folder = Path(root) / STATIC_DIR
+    if not os.path.lexists(folder):
+        return {}
+    problems: list[Diagnostic] = []
+    problem = outside_problem(folder, Path(root), Path(root).parent)
+    if problem is not None:
+        raise ContentError([problem])
+    if not folder.is_dir():
+        raise ContentError([Diagnostic(display_path(folder, Path(root).parent), 1, 1,
+                                       "content/static must be a folder of files to copy into the site")])
+    out: dict[str, bytes] = {}
+    seen: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+        real = os.path.realpath(dirpath)
+        if real in seen:
+            dirnames[:] = []
+            continue
+        seen.add(real)
+        here = Path(dirpath)
+        kept = []
+        for name in sorted(dirnames):
+            problem = outside_problem(here / name, Path(root), Path(root).parent)
+            if problem is not None:
+                problems.append(problem)
+            else:
+                kept.append(name)
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            path = here / name
+            rel = path.relative_to(folder).as_posix()
+            shown = display_path(path, Path(root).parent) if not path.is_symlink() else None
+            problem = outside_problem(path, Path(root), Path(root).parent)
+            if problem is not None:
+                problems.append(problem)
+                continue
+            shown = shown or display_path(path.parent, Path(root).parent) + "/" + name
+            if rel in generated:
+                what = "the build's own marker" if rel.startswith(".labs-build") else "a page or file the build generates"
+                problems.append(Diagnostic(shown, 1, 1, f"{STATIC_DIR}/{rel} would replace {rel}, {what}; "
+                                                        "rename or move it"))
+                continue
+            try:
+                out[rel] = path.read_bytes()
+            except OSError as exc:
+                problems.append(Diagnostic(shown, 1, 1, f"cannot read file: {exc.strerror}"))
+    if problems:
+        raise ContentError(problems)
+    return out

@@ -44,6 +44,7 @@ from generator.content import (
     lab_folders,
     load_lab,
     load_site,
+    static_files,
 )
 from generator.errors import BuildError, ContentError, Diagnostic, display_path
 from generator.kinds import get_kind
@@ -412,6 +413,7 @@ class SiteBuilder:
         self._check_links(pages, content)
         files = dict(pages)
         files[pipeline.MARKER] = pipeline.MARKER_TEXT
+        files.update(static_files(self.content_dir, files))  # content/static/, as it is
         last = self._last_good
         delta = {p for p, d in files.items() if p not in last or (last[p] is not d and last[p] != d)}
         delta |= set(last) - set(files)

@@ -285,3 +285,45 @@ def test_a_first_sentence_that_blows_the_page_budget_is_a_warning_at_its_line(pr
 def test_a_short_first_sentence_gets_no_weight_warning(project, capsys):
     code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
     assert code == 0 and not any("warning" in line for line in out + err)
+
+
+# -- content/static/: extra files shipped as they are -----------------------------------------------
+
+
+def test_content_static_is_copied_into_the_site_root_as_it_is(project, capsys):
+    static = project / "content/static"
+    (static / "img").mkdir(parents=True)
+    (static / "CNAME").write_text("labs.example.org\n", encoding="utf-8")
+    (static / ".nojekyll").write_bytes(b"")
+    (static / "img/logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\xff")
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert (code, err) == (0, [])
+    assert (project / "site/CNAME").read_text(encoding="utf-8") == "labs.example.org\n"
+    assert (project / "site/.nojekyll").read_bytes() == b""
+    assert (project / "site/img/logo.png").read_bytes() == b"\x89PNG\r\n\x1a\n\0\xff"
+    (static / "CNAME").write_text("other.example.org\n", encoding="utf-8")  # a rebuild ships the new one
+    assert run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")[0] == 0
+    assert (project / "site/CNAME").read_text(encoding="utf-8") == "other.example.org\n"
+
+
+@pytest.mark.parametrize("rel", ["index.html", "labs/alpha/index.html", ".labs-build", "robots.txt"])
+def test_a_static_file_that_would_replace_a_generated_one_is_an_error(project, capsys, rel):
+    code, _, _ = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    before = {p: p.read_bytes() for p in (project / "site").rglob("*") if p.is_file()}
+    target = project / "content/static" / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("mine", encoding="utf-8")
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert code == 1
+    assert err[0].startswith(f"content/static/{rel}:1:1: error: static/{rel} would replace {rel}, "), err
+    assert {p: p.read_bytes() for p in (project / "site").rglob("*") if p.is_file()} == before
+
+
+def test_a_static_link_out_of_content_is_an_error(project, capsys):
+    (project / "secret.txt").write_text("no", encoding="utf-8")
+    (project / "content/static").mkdir()
+    (project / "content/static/leak.txt").symlink_to(project / "secret.txt")
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert code == 1
+    assert err[0] == ("content/static/leak.txt:1:1: error: content/static/leak.txt is a symbolic link to secret.txt, "
+                      "outside content/"), err
