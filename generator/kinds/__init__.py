@@ -17,6 +17,7 @@ A kind's package folder (``LabKind.folder``) holds its page parts:
 ``widget.html``       the template partial included in the lab page's "Try it" section
                       (rendered with ``lab``, ``kind`` and the usual page helpers);
 ``question.html``     optional: the partial for the kind's own quiz question types;
+``*.html``            optional: more partials that these include as ``kinds/<name>/<file>``;
 ``static/*.js``       its script: classic scripts, minified and concatenated in name order
                       into ``assets/kind-<name>.<hash>.js``, loaded only by its labs' pages;
 ``static/*.css``      likewise into ``assets/kind-<name>.<hash>.css``.
