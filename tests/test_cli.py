@@ -327,3 +327,19 @@ def test_a_static_link_out_of_content_is_an_error(project, capsys):
     assert code == 1
     assert err[0] == ("content/static/leak.txt:1:1: error: content/static/leak.txt is a symbolic link to secret.txt, "
                       "outside content/"), err
+
+
+def test_output_cut_short_by_the_reader_is_not_a_traceback(monkeypatch):
+    """`labs kinds | head -c 1`: the reader has gone; the command stops quietly (exit 1), no traceback."""
+    import os
+
+    from generator.cli import main
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will read: the first write fails with EPIPE
+    out = os.fdopen(write_end, "w")
+    monkeypatch.setattr("sys.stdout", out)
+    try:
+        assert main(["kinds"]) == 1
+    finally:
+        out.close()

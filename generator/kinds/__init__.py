@@ -22,7 +22,9 @@ A kind's package folder (``LabKind.folder``) holds its page parts:
                       into ``assets/kind-<name>.<hash>.js``, loaded only by its labs' pages;
 ``static/*.css``      likewise into ``assets/kind-<name>.<hash>.css``.
 
-A theme overrides any of them file by file at ``theme/kinds/<name>/…``.
+A theme overrides any of them file by file at ``theme/kinds/<name>/…``. Files a kind reads
+itself (e.g. scripts it writes beside a page, from its ``static/later/``) are its own business
+and not part of the theme.
 """
 
 from __future__ import annotations
