@@ -29,13 +29,13 @@ summary: >-
   and the catalogue.
 
 gist:
-  kicker: The gist · 20 seconds
+  kicker: In short
   file: gist.md
 
 sections:
   - id: under-the-hood
-    kicker: Under the hood
-    title: What you just played, written down
+    kicker: How it works
+    title: Step by step
     file: under-the-hood.md
 
 cards:

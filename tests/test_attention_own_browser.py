@@ -63,7 +63,7 @@ def test_a_typed_sentence_shows_what_the_cli_computes(page, shipped, capsys, whe
             assert shown == pct[i] and sum(shown) == 100, (head, word)
     # The head strip and the four moves work for it too.
     page.locator("#sl-hood").scroll_into_view_if_needed()
-    page.get_by_role("button", name="Blend, project, add").click()
+    page.get_by_role("button", name="Mix and add").click()
     expect(page.locator("#sl-step")).to_contain_text("before → after")
 
 

@@ -81,11 +81,11 @@ def _quiz_prompt(c, t):
 
 
 def _faq_answer(c, t):
-    return [edit(c / "labs/alpha/faq.yaml", "A layer in which", "A layer, in short, in which")]
+    return [edit(c / "labs/alpha/faq.yaml", "A weighted mix of", "A weighted mixture of")]
 
 
 def _gist_markdown(c, t):
-    return [edit(c / "labs/gamma/gist.md", "Self-attention", "Self-attention (edited)")]
+    return [edit(c / "labs/gamma/gist.md", "At the first layer", "At the first layer (edited)")]
 
 
 def _widget_prompt(c, t):
@@ -216,7 +216,7 @@ def test_errors_are_those_of_a_full_build_and_a_fix_recovers(three_labs):
     good = quiz.read_text(encoding="utf-8")
     quiz.write_text(TAB_YAML, encoding="utf-8")
     edit(content / "labs/gamma/lab.yaml", "topic: llm-engineering", "topic: llm-engineerin")
-    gist = edit(content / "labs/alpha/gist.md", "Self-attention", "[Self-attention](lab:beta#no-such-anchor)")
+    gist = edit(content / "labs/alpha/gist.md", "At the first layer", "[At the first layer](lab:beta#no-such-anchor)")
     with pytest.raises(ContentError) as incremental_error:
         builder.rebuild([quiz, content / "labs/gamma/lab.yaml"])
     with pytest.raises(ContentError) as full_error:
@@ -231,7 +231,7 @@ def test_errors_are_those_of_a_full_build_and_a_fix_recovers(three_labs):
         build_files(content, theme)
     assert [str(d) for d in incremental_error.value.diagnostics] == [str(d) for d in full_error.value.diagnostics]
     assert "#no-such-anchor" in str(incremental_error.value)
-    edit(gist, "[Self-attention](lab:beta#no-such-anchor)", "Self-attention")
+    edit(gist, "[At the first layer](lab:beta#no-such-anchor)", "At the first layer")
     result = builder.rebuild([gist])
     assert result.files == build_files(content, theme)[0]
     assert result.labs_computed == ()
@@ -513,11 +513,11 @@ def test_sigint_stops_cleanly_with_exit_0_and_no_temp_folders(start_server, tmp_
     content = copy_content(tmp_path / "in")
     out = tmp_path / "out"
     server = start_server(content, out / "site")
-    edit(content / "labs/attention/gist.md", "Self-attention", "Self-attention, edited,")
+    edit(content / "labs/attention/gist.md", "At the first layer", "At the first layer, edited,")
     server.wait_for(r"changed content/labs/attention/gist\.md → rebuilt 1 lab, 3 pages in \d+\.\d\d s")
     assert server.interrupt() == 0
     assert [p.name for p in out.iterdir()] == ["site"]  # no .site-new-*/.site-old-* left behind
-    assert b"Self-attention, edited," in (out / "site/labs/attention/index.html").read_bytes()
+    assert b"At the first layer, edited," in (out / "site/labs/attention/index.html").read_bytes()
     assert b"__labs__" not in (out / "site/labs/attention/index.html").read_bytes()
     assert server.out[-1] == "stopped"
 

@@ -449,15 +449,17 @@ def _make_heads() -> tuple[Head, ...]:
     specs = [
         ("syntax", "Syntax",
          "Each word looks for its grammatical partner: a determiner, number or adjective its "
-         "noun, a preposition its object, a verb its subject and its object or place, a noun "
+         "noun, a preposition its object, a verb the nouns around it (it cannot tell "
+         "subject from object or place, and prefers the nearest), a noun "
          "or pronoun its verb, an adverb the verb or adjective it modifies.",
          tuple(f"looks-for:{d}" for d in SYNTAX_DIMS), tuple(f"offers:{d}" for d in SYNTAX_DIMS),
          f"Distance and direction, added after ÷√d: {forward} look right ({_signed(-SYNTAX_WRONG_SIDE)} "
          f"for any word to their left) and lose {_signed(SYNTAX_STEP_FORWARD)} per word beyond the next; "
          f"all other words look both ways and lose {_signed(SYNTAX_STEP_OTHER)} per word beyond the "
          f"nearest; every word gets {_signed(-SYNTAX_SELF)} for itself.",
-         "No bias (positions in two sentences cannot be compared): each word finds the source "
-         "words of the role it looks for, e.g. a determiner the source's nouns.",
+         "No bias: its distance rule counts words within one sentence, which means nothing across "
+         "two. Each word finds the source words of the role it looks for, e.g. a determiner the "
+         "source's nouns.",
          _syntax_weights, _syntax_values, _syntax_bias),
         ("previous", "Previous word",
          "Position only: each word looks for the word just before it — its query and key are "
@@ -473,8 +475,8 @@ def _make_heads() -> tuple[Head, ...]:
          "subject flag, set by a rule) scores twice as high; other words look for nothing, so "
          "their weights are spread evenly.",
          ("looks-for:noun", "looks-for:subject"), ("offers:noun", "offers:subject"),
-         f"Pronouns only, added after ÷√d: {_signed(-COREF_AFTER)} for any word after the pronoun (an "
-         f"antecedent comes first) and {_signed(-COREF_STEP)} per word of distance to the left beyond "
+         f"Pronouns only, added after ÷√d: {_signed(-COREF_AFTER)} for the pronoun itself and any word "
+         f"after it (an antecedent comes first) and {_signed(-COREF_STEP)} per word of distance to the left beyond "
          "the nearest, so among equal candidates the nearer wins.",
          "No bias: a pronoun finds the source sentence's subject noun, or else any noun.",
          _coreference_weights, _coreference_values, _coreference_bias),

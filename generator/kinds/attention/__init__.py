@@ -95,6 +95,9 @@ class AttentionKind(LabKind):
         from generator.attention.scaling import payload as sqrt_demo  # the ÷√d demo: sqrt.html, static/70-sqrt.js
 
         payload["sqrt"] = sqrt_demo()
+        from generator.kinds.attention.pattern import shuffles  # the pattern view's shuffle (issue 10)
+
+        payload["shuffle"] = shuffles(spec.widget)
         problems = check_claims(spec.widget, payload) + _check_word_questions(lab, payload)
         notes: list[str] = []
         if spec.model is not None:
@@ -150,7 +153,8 @@ class AttentionKind(LabKind):
                           f"[{json_for_script(sid)}]={json_for_script(heads)};\n").encode()
                 srcs[sid] = fingerprint(f"real-heads-{sid}.js", script)
                 files[srcs[sid]] = script
-            summary = {key: value for key, value in real.items() if key not in ("sentences", "sha256", "per_mille", "finder")}
+            summary = {key: value for key, value in real.items()
+                       if key not in ("sentences", "sha256", "per_mille", "finder", "learned")}
             payload["real"] = {**summary, "srcs": srcs, "sentence_ids": sorted(real["sentences"])}
             if real.get("finder"):
                 payload["real"]["finder_src"], script = lazy_script("finder.js", "headFinder", real["finder"])
@@ -161,6 +165,11 @@ class AttentionKind(LabKind):
         # "Your sentence" (issue 10): the designed model in JavaScript, its tables and its UI (own.py).
         name, files[name] = own_script()
         payload["own"] = {"src": name}
+        # The pattern view (issue 10, items 3–4; issue 11, item 3): its code, the shuffles and the
+        # closest learned heads load when the learner opens it (pattern.py).
+        from generator.kinds.attention.pattern import lazy_pattern
+
+        payload["pattern"] = lazy_pattern(payload.pop("shuffle", {}), (real or {}).get("learned"), files)
         if "sqrt" in payload:  # the ÷√d demo: its code and numbers load when it nears the screen
             from generator.kinds.attention.sqrtdemo import lazy_demo
 

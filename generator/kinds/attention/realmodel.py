@@ -325,7 +325,53 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
         "per_mille": True,
         "sentences": sentences,
         "finder": _finder(spec, widget, entries),
+        "learned": learned_matches(widget, spec.finder_sentences, entries),
     }, notes
+
+
+def learned_matches(widget, finder_sentences, entries: dict[str, dict]) -> dict[str, Any]:
+    """For each designed head of the widget, the real head whose rows agree best with its rows
+    (:mod:`generator.attention.agreement`), over the widget's self-attention sentences and the
+    finder's sentences (their words aligned by :func:`_align`; a causal sentence's designed rows
+    cannot see ahead and a BERT encoder's can, so it is left out). Also, per widget sentence, the
+    model word that the spotlight opens for each of its words (the first piece of a split word).
+    JSON-ready: ``{"heads": {head_id: {layer, head, agreement, words, sentences, next}}, "sentences":
+    [...], "words": {sentence id: [model word index, ...]}}``."""
+    from generator.attention.agreement import agreement
+
+    used = [s for s in [*model_sentences(widget), *finder_sentences] if s.kind == "self" and s.id in entries]
+    totals: dict[str, np.ndarray] = {}
+    counts = {hid: 0 for hid in widget.head_ids}
+    sentences = {hid: 0 for hid in widget.head_ids}
+    for s in used:
+        entry = entries[s.id]
+        align = np.array([-1 if a is None else a for a in _align(s.queries, entry["words"], entry["special"])])
+        real = np.asarray(entry["attention"], dtype=np.float64)  # [L, H, m, m] per mille
+        results = teaching.compute(s.query_words, kind="self", heads=widget.head_ids)
+        for hid in widget.head_ids:
+            rows = agreement(results[hid].weights, real, align)  # [L, H, r]
+            totals[hid] = totals.get(hid, 0) + rows.sum(axis=-1)
+            counts[hid] += rows.shape[-1]
+            sentences[hid] += rows.shape[-1] > 0
+    heads = {}
+    for hid, total in totals.items():
+        if not counts[hid]:
+            continue
+        mean = total / counts[hid]  # [L, H]
+        order = np.argsort(-mean, axis=None, kind="stable")  # ties: the lower layer, then head
+        (layer, head), (layer2, head2) = (np.unravel_index(int(i), mean.shape) for i in order[:2])
+        heads[hid] = {"layer": int(layer), "head": int(head), "agreement": round(float(mean[layer, head]), 4),
+                      "words": counts[hid], "sentences": int(sentences[hid]),
+                      "next": {"layer": int(layer2), "head": int(head2), "agreement": round(float(mean[layer2, head2]), 4)}}
+    words = {}
+    for s in model_sentences(widget):
+        if s.id not in entries:
+            continue
+        entry, at = entries[s.id], []
+        for a in _align(s.queries, entry["words"], entry["special"]):  # a split word: the piece after the last word
+            at.append(a if a is not None else (at[-1] + 1 if at else 1))
+        words[s.id] = at
+    return {"heads": heads, "sentences": [s.id for s in used], "words": words}
 
 
 def _finder(spec: ModelSpec, widget, entries: dict[str, dict]) -> list[dict]:

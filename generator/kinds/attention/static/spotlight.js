@@ -45,7 +45,8 @@
       for (const m of data.heads) Object.assign(m, Labs.headDetails.heads[m.id]);
       data.residual_dims = Labs.headDetails.residual_dims;
     }],
-    own: [data.own?.src, "the sentence tool", "try", () => Labs.own.start(ownApi)], // "Your sentence" (issue 10): own/*.js
+    own: [data.own?.src, "the sentence tool", "try", () => Labs.own.start(api)], // "Your sentence" (issue 10): own/*.js
+    pattern: [data.pattern?.src, "the pattern view", "open it", () => Labs.pattern.start(api)], // the whole pattern (issue 10): pattern.js
     spotlightMore: [data.more?.src, "the step-by-step numbers", "try", () => {
       more = Labs.spotlightMore({ u, data, sentences, headsFor, button, state: () => state });
     }]
@@ -233,7 +234,7 @@
     if (!real) return;
     el.modelTitle.textContent = `Model view: the ${real.layers * real.heads} real heads of ${modelName}`;
     el.modelIntro.textContent = !hasReal(S.id)
-      ? `${real.model} reads one sentence at a time, so it has no cross-attention to show here. Pick another sentence to see its real heads.`
+      ? `${real.model} is an encoder with self-attention only: it has no cross-attention to show here. Pick another sentence to see its real heads.`
       : `The real attention weights of ${real.model} (${real.layers} layers × ${real.heads} heads) for this sentence, computed ` +
         "by our NumPy forward pass of its published weights: nobody designed them. Each square shows where the current word " +
         "looks in one head; layers and heads count from 0.";
@@ -426,7 +427,7 @@
     else requestAnimationFrame(drawGrid);
 
     // Under the hood: the four moves with this word's numbers (all four when printing).
-    el.hoodTitle.textContent = `Under the hood: the numbers for “${v.word}”`;
+    el.hoodTitle.textContent = `Step by step: the numbers for “${v.word}”`;
     el.steps.hidden = el.prevStep.parentNode.hidden = v.real;
     STEPS.forEach((b, i) => i === state.step ? set(b, "aria-current", "step") : b.removeAttribute("aria-current"));
     el.prevStep.disabled = state.step === 0;
@@ -441,6 +442,7 @@
       el.step.replaceChildren(h("p", { class: "sl-hint" }, [parts.hood ? "Loading the numbers…" : ""]));
       if (parts.hood) loadHood();
     }
+    Labs.pattern?.paint(v);
     if (!loading) root.dataset.ready = "true";
   }
 
@@ -632,9 +634,10 @@
   /* ---------- start ---------- */
 
   root.firstElementChild.remove(); // the no-JavaScript note
-  for (const x of root.querySelectorAll(".sl-controls, .sl-desc, #sl-stage, .sl-panels, #sl-hood")) x.hidden = false;
+  for (const x of root.querySelectorAll(".sl-controls, .sl-desc, #sl-stage, #sl-pattern, .sl-panels, #sl-hood")) x.hidden = false;
   /* "Your sentence" (issue 10): own.js (the designed model in JavaScript, and the box's UI) loads on first use. */
-  const ownApi = { data, sentences, meta, el, update, state: () => state };
+  const api = { data, sentences, meta, el, update, view, realOf, state: () => state }; // for own.js and pattern.js
+  el.pattern.addEventListener("toggle", () => el.pattern.open && withScript("pattern", paint));
   if (data.own && el.own) {
     el.own.hidden = false;
     el.own.addEventListener("focusin", () => withScript("own", () => {}, true), { once: true });

@@ -23,8 +23,9 @@
     box = h("div", null, [msg, chips, h("p", { class: "sl-hint" }, [
       "Computed in your browser by the same designed model as the sentences above; the author's build-time checks do not cover " +
       "your sentence. The heads see only each word's tag and position, not its meaning, so they will go wrong on some " +
-      "sentences — that is what they can and cannot know. Words the model does not know get a guessed tag (-ly: ADV; -ing, -ed: " +
-      `VERB; a capital mid-sentence: PROPN, a noun; else NOUN): change any tag below, or type word/TAG. At most ${M.maxWords} words.`])]);
+      "sentences — that is what they can and cannot know. Words the model does not know get a guessed tag (a leading digit: NUM; " +
+      "a capital mid-sentence: PROPN, a noun; -ly: ADV; -ing, -ed: VERB; -ous, -ful, -ive, -able, -ible, -less, -ish: ADJ; " +
+      `else NOUN): change any tag below, or type word/TAG. At most ${M.maxWords} words.`])]);
     el.ownMore.replaceChildren(box);
     el.ownSource.addEventListener("input", syncCausal);
     el.ownCausal.addEventListener("change", syncCausal);

@@ -28,9 +28,9 @@
 
     if (s === 0) {
       const c = cols([H.q[q], ...H.k]), left = d - c.length;
-      return [p("Three matrices, W_Q, W_K and W_V, turn every word's vector into a query (what it looks for), a key (what it " +
-        "offers) and a value (what it hands over). In a trained model these matrices are learned; in this designed model they are " +
-        "written by hand, so every dimension has a name. This head's queries and keys have d", h("sub", null, ["k"]),
+      return [p("Project: multiply each word's vector by this head's W_Q, W_K and W_V. The query is what the word scores others " +
+        "with, the key is what others' queries are scored against, and the value is what the word passes on if it gets weight. " +
+        "A trained model learns these matrices; ours are written by hand, so every dimension has a name. This head's queries and keys have d", h("sub", null, ["k"]),
         ` = ${d} dimensions. “${v.word}” asks with its query; every ` +
         `${v.cross ? "word of the " + (S.key_label || "other sentence") : "word"} answers with its key.`),
       table("Query and keys" + (left ? ` (${left} all-zero dimension${left > 1 ? "s" : ""} left out)` : ""),
@@ -39,9 +39,9 @@
     }
     if (s === 1) {
       const head = ["key", "q·k", ...(state.scale ? ["÷ √" + d] : []), ...(bias ? ["+ bias"] : []), "= score"];
-      return [p("Each score is the dot product q·k: multiply matching dimensions and add. A high score means “this key is " +
-        "what I'm looking for”. " + (state.scale
-          ? `Then divide by √d = √${d} = ${fmt(Math.sqrt(d), 2)}, as every Transformer does: dot products of longer vectors ` +
+      return [p("Compare: each score is the dot product q·k — multiply matching dimensions and add. The better a key matches " +
+        "the query, the higher its score. " + (state.scale
+          ? `Then divide by √d = √${d} = ${fmt(Math.sqrt(d), 2)}, as the original Transformer and most models since do: dot products of longer vectors ` +
             "spread wider, and the division keeps the scores in the same range whatever d is."
           : "The ÷√d switch is off, so the raw scores go straight to the softmax.")),
       bias && p("This head also adds a fixed bias B to every score, after the division — softmax(QKᵀ/√d + B)V. Real models " +
@@ -53,7 +53,7 @@
     if (s === 2) {
       const scores = v.keys.map((k, j) => score(j)), max = Math.max(...scores.filter(x => x !== null));
       const ex = scores.map(x => x === null ? 0 : Math.exp(x - max)), total = sum(ex);
-      return [p(`Softmax turns scores into weights: subtract the largest score (${fmt(max, 3)}) so nothing overflows, take e to ` +
+      return [p(`Normalise: the softmax turns scores into weights. Subtract the largest score (${fmt(max, 3)}) so nothing overflows, take e to ` +
         `the power of each, then divide by their sum (${fmt(total, 3)}). The weights are never negative and add up to 1` +
         (S.kind === "causal" ? "; masked words count as −∞, so they get exactly 0." : ".")),
       table(`Softmax for “${v.word}”`, ["key", "score", "e^(score − max)", "weight", "%"], rowsFor(j => scores[j] === null
@@ -62,11 +62,11 @@
     }
     const out = state.scale ? H.out[q] : H.v[0].map((x, c) => sum(H.v.map((r, j) => v.weights[j] * r[c])));
     const c = cols([...H.v, out]);
-    return [p(`First the blend: each word's value vector times its weight, added up. This head has its own W_V, so its values ` +
-      `say only what it hands over (${m.v_dims.join(", ")}); words with more weight pour more of it in.` +
-      (state.scale ? "" : " (With ÷√d off, this blend is recomputed here from the weights shown.)")),
+    return [p(`Mix: multiply each word's value vector by its weight and add them up. This designed head has its own W_V, so its ` +
+      `values carry only what it passes on (${m.v_dims.join(", ")}); a word with more weight contributes more to the mix.` +
+      (state.scale ? "" : " (With ÷√d off, this mix is recomputed here from the weights shown.)")),
     table("Values, weighted", ["value", "weight", ...c.map(i => m.v_dims[i])], rowsFor(j => [fmt(v.weights[j], 3), ...c.map(i => vec(H.v[j][i]))]),
-      row("blend", ["Σ", ...c.map(i => fmt(out[i], 3))])),
+      row("mix", ["Σ", ...c.map(i => fmt(out[i], 3))])),
     ...residual(v, m, H, q)];
   }
 
@@ -82,11 +82,11 @@
     const widths = shown.map(x => x.o_dims.length);
     const cell = x => x ? u.short(x, 3) : "0", nRoles = dims.indexOf("subject");
     const role = dims[before.findIndex((x, i) => i < nRoles && x === 1)] || "its role";
-    return [p(`The blend does not replace “${v.word}”. In a real layer each head's blend is multiplied by its block of the ` +
+    return [p(`Then add: the mix does not replace “${v.word}”. In a real layer each head's mix is multiplied by its block of the ` +
       "output matrix W_O and the result is added to the word's own vector, the residual stream: x + concat(" +
-      shown.map(x => x.name.toLowerCase()).join(", ") + `)·W_O. Here the ${shown.length} heads' blends (${widths.join(" + ")} = ` +
+      shown.map(x => x.name.toLowerCase()).join(", ") + `)·W_O. Here the ${shown.length} heads' mixes (${widths.join(" + ")} = ` +
       `${sum(widths)} numbers, one W_V per head) are joined and projected by one W_O.`),
-    p(`Our W_O simply copies each head's blend into slots of its own (${m.o_dims.slice(0, 2).join(", ")}…), so you can ` +
+    p(`Our W_O simply copies each head's mix into slots of its own (${m.o_dims.slice(0, 2).join(", ")}…), so you can ` +
       `read what got added; a trained W_O mixes all heads into every dimension. So “${v.word}” keeps ${role} = 1 — it does ` +
       "not turn into what it looked at — and gains what its heads found." + (state.scale ? "" : " This table shows the layer as built, with ÷√d.")),
     h("div", { class: "sl-scroll", tabindex: 0, role: "region", "aria-label": `“${v.word}” before and after` }, [h("table", { class: "sl-num" }, [

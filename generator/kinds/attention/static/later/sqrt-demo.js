@@ -16,7 +16,7 @@
 <input type="range" id="sq-d" min="0" max="${data.sizes.length - 1}" step="1" value="0" aria-describedby="sq-d-hint">
 <span class="sq-hint" id="sq-d-hint">${data.sizes.map(s => s.d).join(", ")} numbers in every query and key.</span></div>
 <div class="sq-panels">${panel("raw", "Without ÷√d: softmax(q·k)")}${panel("scaled", "With ÷√d: softmax(q·k / √d)")}</div>
-<p class="sq-hint">Averages over ${data.draws} seeded draws. Entropy is ${Math.round(data.max_entropy)} bits when the weights are even and 0 when one key takes everything. The gradient size is how much the weights move when the scores move (the norm of the softmax’s Jacobian); near one-hot it goes to 0, and learning through that softmax stalls.</p>
+<p class="sq-hint">Averages over ${data.draws} seeded draws. Entropy is ${Math.round(data.max_entropy)} bits when the weights are even and 0 when one key takes everything. The gradient size is how much the weights move when the scores move (the norm of the softmax’s Jacobian); near one-hot it goes to 0, and learning through that softmax slows sharply.</p>
 <div class="visually-hidden" id="sq-live" aria-live="polite"></div>`;
   const $ = id => document.getElementById("sq-" + id);
   const slider = $("d"), sizes = data.sizes;

@@ -1,0 +1,50 @@
+"""The pattern view: every query of the current head at once, the shuffle, the closest learned heads.
+
+Issue 10 (items 3 and 4) and issue 11 (item 3). The view's code (``static/later/pattern.js``) and
+the numbers only it reads — each self-attention sentence's shuffle (:func:`shuffles`, computed by
+:mod:`generator.attention.shuffle`) and each designed head's closest real head
+(:func:`generator.kinds.attention.realmodel.learned_matches`) — travel as one classic script beside
+the page, its styles as one stylesheet (:func:`lazy_pattern`); the spotlight adds them the first
+time the learner opens the view, so a first visit pays for neither.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from generator.attention import shuffle as shuffling
+from generator.kinds.attention.widget import WidgetSpec, _numbers
+from generator.render import fingerprint, json_for_script
+
+FOLDER = Path(__file__).parent / "static" / "later"
+
+
+def shuffles(spec: WidgetSpec) -> dict[str, Any]:
+    """Per self-attention sentence of two words or more: its seeded shuffle (``order[a]`` = the
+    written index of the word in slot a) and each head's bias-free weights before and after."""
+    out = {}
+    for s in spec.sentences:
+        if s.kind != "self" or len(s.query_words) < 2:  # a causal mask or a second sentence is order too
+            continue
+        order = shuffling.shuffled_order(len(s.query_words), shuffling.seed_for(s.id))
+        heads = shuffling.shuffle(s.query_words, order, spec.head_ids)
+        out[s.id] = {"order": order.tolist(), "heads": {
+            hid: {"before": _numbers(before, spec.weight_decimals), "after": _numbers(after, spec.weight_decimals)}
+            for hid, (before, after) in heads.items()}}
+    return out
+
+
+def lazy_pattern(shuffle: dict, learned: dict | None, files: dict[str, bytes]) -> dict[str, str]:
+    """Add ``pattern.<hash>.js`` (``Labs.patternData``, then the view's code) and its stylesheet to
+    ``files``; return what the page embeds under ``"pattern"``."""
+    import rcssmin
+    import rjsmin
+
+    code = rjsmin.jsmin((FOLDER / "pattern.js").read_text(encoding="utf-8"))
+    data = {"shuffle": shuffle, "learned": learned}
+    script = f"(window.Labs=window.Labs||{{}}).patternData={json_for_script(data)};\n{code}\n".encode()
+    style = (rcssmin.cssmin((FOLDER / "pattern.css").read_text(encoding="utf-8")) + "\n").encode()
+    name, css = fingerprint("pattern.js", script), fingerprint("pattern.css", style)
+    files[name], files[css] = script, style
+    return {"src": name, "css": css}
