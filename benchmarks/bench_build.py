@@ -103,13 +103,17 @@ def _blocks(lines: list[str]) -> dict[str, list[tuple[int, int]]]:
 
 def _pools(variants: int) -> dict[str, list[dict[str, str]]]:
     """For each varied sentence, ``variants`` replacement maps (the first is the original)."""
+    lines = (SOURCE_LAB / "lab.yaml").read_text(encoding="utf-8").splitlines()
+    blocks = _blocks(lines)
     pools = {}
     for sid, slots in VARIED.items():
+        start = blocks[sid][0][0]
+        taken = set(re.findall(r"[\w']+", lines[start + 1].partition("text:")[2].replace("/", " ")))
         rng = random.Random(f"pool-{sid}")
         seen, pool = set(), [{w: w for w in slots}]
         seen.add(tuple(slots))
         while len(pool) < variants:
-            choice = {w: rng.choice([c for c in options if c not in slots or c == w]) for w, options in slots.items()}
+            choice = {w: rng.choice([c for c in options if c not in taken or c == w]) for w, options in slots.items()}
             key = tuple(choice.values())
             if len(set(key)) == len(key) and key not in seen:
                 seen.add(key)
