@@ -19,6 +19,7 @@ from typing import Any, Callable
 from urllib.parse import urlsplit
 
 import jinja2
+import numpy as np
 import rcssmin
 import rjsmin
 from markupsafe import Markup
@@ -59,16 +60,25 @@ def json_for_script(data: Any) -> Markup:
     """Serialise ``data`` for a ``<script type="application/json">`` (or ld+json) block.
 
     Keys are sorted and floats use Python's shortest round-trip form, so output is
-    deterministic. ``<``, ``>``, ``&`` and U+2028/U+2029 are escaped, so no string can close
+    deterministic. NumPy arrays and scalars are written as the lists and numbers they hold
+    (computed data stays in arrays until here). ``<``, ``>``, ``&`` and U+2028/U+2029 are escaped, so no string can close
     the script element or break a JavaScript parser. NaN and infinities are refused.
     """
     try:
-        text = json.dumps(data, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = json.dumps(data, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"),
+                          default=_json_default)
     except ValueError as exc:
         raise BuildError(f"cannot embed data in the page: {exc}") from None
     for char, escape in _SCRIPT_ESCAPES:  # str.replace is much faster than str.translate here
         text = text.replace(char, escape)
     return Markup(text)
+
+
+def _json_default(value: Any) -> Any:
+    """JSON for what :mod:`json` does not know: NumPy arrays and scalars (``tolist``/``item``)."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 @dataclass(frozen=True)

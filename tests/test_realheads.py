@@ -27,6 +27,7 @@ from generator.kinds.attention.cache import (
     empty_cache,
     entry_attention,
     load_cache,
+    load_cache_arrays,
     refresh_cache,
     save_cache,
 )
@@ -287,6 +288,24 @@ def test_cache_file_round_trips_deterministically(tiny_model, tiny_dir, tmp_path
     ), "one sentence per line, sorted"
     assert "Café — naïve" in text, "non-ASCII stays readable"
     assert text.endswith("}\n")
+
+
+def test_cache_arrays_are_the_cache_read_once_per_content(tiny_model, tiny_dir, tmp_path):
+    sha = checkpoint_sha256(tiny_dir)
+    cache, _ = refresh_cache(empty_cache(), tiny_model, sha, ["the cat", SENTENCE])
+    path, copy = tmp_path / "heads.json", tmp_path / "copy.json"
+    save_cache(path, cache)
+    save_cache(copy, cache)
+    arrays = load_cache_arrays(path)
+    for sentence, entry in cache["entries"][sha].items():
+        got = arrays["entries"][sha][sentence]
+        assert got["attention"].dtype == np.int16 and not got["attention"].flags.writeable
+        assert got["attention"].tolist() == entry["attention"]
+        assert {k: v for k, v in got.items() if k != "attention"} == {k: v for k, v in entry.items() if k != "attention"}
+    assert load_cache_arrays(copy) is arrays, "a file with the same bytes is decoded once"
+    _rewrite_entry(copy, "the cat", lambda e: e["attention"][0][0][0].__setitem__(0, e["attention"][0][0][0][0] + 1))
+    with pytest.raises(ContentError, match="sum to exactly 1000"):
+        load_cache_arrays(copy)  # new bytes: read and checked again
 
 
 def test_missing_cache_file_is_an_empty_cache(tmp_path):

@@ -173,8 +173,15 @@ def _entry_lines(text: str) -> tuple[dict[str, int], dict[tuple[str, str], int]]
 
 def _entry_problems(entry) -> list[str]:
     """Everything wrong with one cache entry (empty list: it is valid)."""
+    return _check_entry(entry)[0]
+
+
+def _check_entry(entry) -> tuple[list[str], np.ndarray | None]:
+    """Everything wrong with one cache entry, and its attention as a read-only int16 array
+    ([layers, heads, n, n] per mille) when it is valid. The nested lists are turned into one
+    array once, and every check on them is done on the array."""
     if not isinstance(entry, dict):
-        return ["entry must be an object"]
+        return ["entry must be an object"], None
     problems = []
     missing = [k for k in ENTRY_KEYS if k not in entry]
     unknown = sorted(set(entry) - set(ENTRY_KEYS))
@@ -183,10 +190,10 @@ def _entry_problems(entry) -> list[str]:
     if unknown:
         problems.append(f"entry has unknown key(s) {', '.join(unknown)}")
     if problems:
-        return problems
+        return problems, None
     words, special, pieces, piece_words = entry["words"], entry["special"], entry["pieces"], entry["piece_words"]
     if not (isinstance(words, list) and len(words) >= 2 and all(isinstance(w, str) for w in words)):
-        return ["'words' must be a list of at least 2 strings ([CLS] and [SEP])"]
+        return ["'words' must be a list of at least 2 strings ([CLS] and [SEP])"], None
     n = len(words)
     if not (isinstance(special, list) and len(special) == n and all(isinstance(s, bool) for s in special)):
         problems.append(f"'special' must be a list of {n} booleans, one per word")
@@ -210,7 +217,11 @@ def _entry_problems(entry) -> list[str]:
         problems.append("'attention' must hold integers (per mille)")
     elif np.any(attention < 0) or np.any(attention.sum(axis=-1) != PER_MILLE):
         problems.append(f"every 'attention' row must be non-negative and sum to exactly {PER_MILLE}")
-    return problems
+    if problems:
+        return problems, None
+    weights = attention.astype(np.int16)  # 0..1000 fits; a quarter of int64's memory
+    weights.flags.writeable = False
+    return [], weights
 
 
 def load_cache(path: Path) -> Cache:
@@ -221,15 +232,53 @@ def load_cache(path: Path) -> Cache:
     or :class:`BuildError` if the file cannot be read.
     """
     path = Path(path)
-    shown = display_path(path)
-    if not path.exists():
-        return empty_cache()
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return empty_cache()
+    except OSError as exc:
+        raise BuildError(f"cannot read cache: {exc.strerror}", path=display_path(path)) from None
+    return _parse(path, raw)[0]
+
+
+# Caches already read by this process, by the SHA-256 of their bytes: a file is decoded and
+# validated once however many labs or rebuilds read it. Small: a lab's cache is ~80 KB of JSON,
+# a few hundred KB as arrays, and only the most recent ones are kept.
+_LOADED: dict[str, Cache] = {}
+_LOADED_MAX = 64
+
+
+def load_cache_arrays(path: Path) -> Cache:
+    """:func:`load_cache`, with each entry's ``attention`` as a read-only int16 NumPy array
+    ``[layers, heads, n, n]`` (per mille). Read once per distinct file content and shared:
+    callers must not modify what it returns. Raises as :func:`load_cache`."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return empty_cache()
+    except OSError as exc:
+        raise BuildError(f"cannot read cache: {exc.strerror}", path=display_path(path)) from None
+    key = hashlib.sha256(raw).hexdigest()
+    cached = _LOADED.get(key)
+    if cached is None:
+        data, arrays = _parse(path, raw)
+        cached = {**data, "entries": {sha: {sentence: {**entry, "attention": arrays[sha, sentence]}
+                                            for sentence, entry in by_sentence.items()}
+                                      for sha, by_sentence in data["entries"].items()}}
+        if len(_LOADED) >= _LOADED_MAX:
+            _LOADED.pop(next(iter(_LOADED)))
+        _LOADED[key] = cached
+    return cached
+
+
+def _parse(path: Path, raw: bytes) -> tuple[Cache, dict[tuple[str, str], np.ndarray]]:
+    """Decode and validate a cache file's bytes: the cache, and each entry's attention array."""
+    shown = display_path(path)
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ContentError([Diagnostic(shown, 1, 1, f"cache is not valid UTF-8 (byte offset {exc.start})")]) from None
-    except OSError as exc:
-        raise BuildError(f"cannot read cache: {exc.strerror}", path=shown) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -254,6 +303,7 @@ def load_cache(path: Path) -> Cache:
         report(1, "'entries' must be an object mapping checkpoint SHA-256 to sentences")
         raise ContentError(problems)
     sha_lines, entry_lines = _entry_lines(text)
+    arrays: dict[tuple[str, str], np.ndarray] = {}
     for sha, by_sentence in entries.items():
         line = sha_lines.get(sha, 1)
         if not _SHA_RE.fullmatch(sha):
@@ -266,12 +316,13 @@ def load_cache(path: Path) -> Cache:
             entry_line = entry_lines.get((sha, sentence), line)
             if not sentence.strip():
                 report(entry_line, "an entry's sentence is empty")
-            entry_problems = _entry_problems(entry)
+            entry_problems, attention = _check_entry(entry)
             for problem in entry_problems:
                 report(entry_line, f"{sentence[:40]!r}: {problem}")
-            if entry_problems:
+            if attention is None:
                 continue
-            layers_heads = np.shape(entry["attention"])[:2]
+            arrays[sha, sentence] = attention
+            layers_heads = attention.shape[:2]
             if expected is None:
                 expected = (layers_heads, sentence)
             elif layers_heads != expected[0]:
@@ -283,4 +334,4 @@ def load_cache(path: Path) -> Cache:
                 )
     if problems:
         raise ContentError(problems)
-    return data
+    return data, arrays
