@@ -23,16 +23,18 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from html import unescape
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from generator.content import lab_folders, load_content_partial
+from generator import buildcache
+from generator.buildcache import BuildCache, LabEntry
+from generator.content import SiteSource, assemble_partial, lab_folders, load_lab, load_site
 from generator.errors import BuildError, ContentError, Diagnostic, display_path
-from generator.kinds import Computed, get_kind
+from generator.kinds import Computed, all_kinds, get_kind
 from generator.markdown_render import slugify
 from generator.model import Content, Lab
 from generator.render import Renderer, Theme
@@ -59,14 +61,18 @@ def compute_lab(lab: Lab, options: Mapping[str, Any] | None = None) -> Computed:
 
 
 def compute(content: Content, options: Mapping[str, Any] | None = None,
-            report: Callable[[str], None] = lambda _: None, map_labs: Callable = map) -> dict[str, Any]:
+            report: Callable[[str], None] = lambda _: None, map_labs: Callable = map,
+            notes: dict[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
     """Compute every lab (see :func:`compute_lab`); returns each lab's payload by slug, or raises
-    one ContentError with every lab's problems."""
+    one ContentError with every lab's problems. Each lab's notes are reported, and kept in
+    ``notes`` by slug when given."""
     payloads: dict[str, Any] = {}
     problems: list[Diagnostic] = []
     for lab, computed in zip(content.labs, map_labs(partial(compute_lab, options=options), content.labs)):
         payloads[lab.slug] = computed.payload
         problems.extend(computed.problems)
+        if notes is not None:
+            notes[lab.slug] = tuple(computed.notes)
         for note in computed.notes:
             report(f"note: {note}")
     if problems:
@@ -132,16 +138,36 @@ def page_link_problems(path: str, hrefs: list[str] | tuple[str, ...], files: dic
     return frozenset(targets), problems
 
 
+def page_links(html: str) -> tuple[list[str], list[str]]:
+    """What the link check needs of a page: its ids in order (repeats kept) and its link targets."""
+    return _ID_RE.findall(html), [unescape(h) for h in _HREF_RE.findall(html)]
+
+
 def check_links(files: dict[str, bytes], content: Content) -> None:
     """Every relative link of every page must reach a built file, and every ``#anchor`` an id on it."""
-    pages = {path: data.decode("utf-8") for path, data in files.items() if path.endswith(".html")}
-    parsed = {path: anchors(html) for path, html in pages.items()}
-    problems = [d for path, html in sorted(pages.items()) if path != "404.html"
-                for d in duplicate_id_problems(path, html, content)]
-    for path, (_, hrefs) in sorted(parsed.items()):
+    check_page_links({path: page_links(data.decode("utf-8")) for path, data in files.items() if path.endswith(".html")},
+                     files, content)
+
+
+def link_problems(links: Mapping[str, tuple[list[str], list[str]]], files: Mapping[str, bytes] | set[str],
+                  content: Content) -> list[Diagnostic]:
+    """:func:`check_links` from what each page collected (:func:`page_links`), without the pages."""
+    id_sets = {path: set(ids) for path, (ids, _) in links.items()}
+    problems = []
+    for path, (ids, _) in sorted(links.items()):
+        if path != "404.html" and len(id_sets[path]) != len(ids):
+            repeated = sorted({i for i in ids if ids.count(i) > 1})
+            problems += [_id_problem(content, path, i) for i in repeated]
+    for path, (_, hrefs) in sorted(links.items()):
         if path != "404.html":  # its links start at the site root, wherever it is served
-            problems += page_link_problems(path, hrefs, files, lambda t: parsed[t][0] if t in parsed else None,
-                                           content)[1]
+            problems += page_link_problems(path, hrefs, files, id_sets.get, content)[1]
+    return problems
+
+
+def check_page_links(links: Mapping[str, tuple[list[str], list[str]]], files: Mapping[str, bytes] | set[str],
+                     content: Content) -> None:
+    """Raise one ContentError for every problem :func:`link_problems` finds."""
+    problems = link_problems(links, files, content)
     if problems:
         raise ContentError(problems)
 
@@ -219,10 +245,12 @@ def _die_with_parent() -> None:
 
 
 @contextmanager
-def lab_pool(content_dir: Path):
+def lab_pool(content_dir: Path, n_labs: int | None = None):
     """``map`` over labs: in worker processes for a large site on a machine with several cores,
-    else in this process. Results come back in order, so the output is the same either way."""
-    n_labs = len(lab_folders(Path(content_dir)))
+    else in this process. Results come back in order, so the output is the same either way.
+    ``n_labs``: how many labs it will map (default: the site's lab folders)."""
+    if n_labs is None:
+        n_labs = len(lab_folders(Path(content_dir)))
     workers = min(os.cpu_count() or 1, 8)
     if workers < 2 or n_labs < PARALLEL_MIN_LABS or os.environ.get("LABS_SERIAL"):
         yield map
@@ -234,47 +262,89 @@ def lab_pool(content_dir: Path):
 
 def build_files(content_dir: Path, theme_dir: Path | None = None, base_url: str | None = None,
                 report: Callable[[str], None] = lambda _: None,
-                options: Mapping[str, Any] | None = None) -> tuple[dict[str, bytes], Content]:
-    """Everything a build writes, in memory. Raises ContentError/BuildError on any problem."""
+                options: Mapping[str, Any] | None = None,
+                cache: BuildCache | None = None) -> tuple[dict[str, bytes], Content]:
+    """Everything a build writes, in memory. Raises ContentError/BuildError on any problem.
+
+    With a :class:`~generator.buildcache.BuildCache`, labs whose inputs are unchanged since a
+    build that stored them are taken from it (neither loaded, computed nor rendered), and the
+    labs built now are stored in it once the whole build succeeded; the files are the same."""
     # A build allocates millions of small objects and frees them by reference counting; the
     # cyclic collector would only re-scan the growing site again and again (a fifth of the
     # time on a large site). It is paused for the build, workers included, and resumed after.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _build_files(content_dir, theme_dir, base_url, report, options)
+        return _build_files(content_dir, theme_dir, base_url, report, options, cache)
     finally:
         if collecting:
             gc.enable()
 
 
 def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None,
-                 report: Callable[[str], None], options: Mapping[str, Any] | None) -> tuple[dict[str, bytes], Content]:
+                 report: Callable[[str], None], options: Mapping[str, Any] | None,
+                 cache: BuildCache | None) -> tuple[dict[str, bytes], Content]:
     started = time.perf_counter()
-    with lab_pool(content_dir) as map_labs:
-        content, problems = load_content_partial(content_dir, map_labs)
+    source = load_site(content_dir)
+    keys = _lab_keys(source, theme_dir, base_url, options) if cache is not None else {}
+    stored = {slug: entry for slug, key in keys.items() if (entry := cache.get(key)) is not None} if cache else {}
+    todo = [slug for slug in source.order if slug not in stored]
+    with lab_pool(content_dir, len(todo)) as map_labs:
+        fresh = dict(zip(todo, map_labs(partial(load_lab, source), todo)))
+        content, problems = assemble_partial(
+            source, [(stored[slug].lab, ()) if slug in stored else fresh[slug] for slug in source.order])
         if not problems:
             report(f"loaded {len(content.labs)} lab{'s' * (len(content.labs) != 1)} from "
-                   f"{display_path(content_dir)}/ ({time.perf_counter() - started:.2f} s)")
+                   f"{display_path(content_dir)}/ ({time.perf_counter() - started:.2f} s)"
+                   + (f"; {len(stored)} from the build cache" if stored else ""))
         t = time.perf_counter()
         _pause_for_tests("compute")
+        for entry in stored.values():
+            for note in entry.notes:
+                report(f"note: {note}")
+        to_compute = [lab for lab in content.labs if lab.slug not in stored]
+        notes: dict[str, tuple[str, ...]] = {}
         try:  # the labs that loaded are computed even when others have mistakes: one run, every error
-            payloads = compute(content, options, report, map_labs)
+            payloads = compute(replace(content, labs=tuple(to_compute)), options, report, map_labs, notes)
         except ContentError as exc:
             problems += exc.diagnostics
         if problems:
             raise ContentError(problems)
-    kinds = sorted({lab.kind for lab in content.labs})
-    by_kind = ", ".join(f"{sum(lab.kind == k for lab in content.labs)} {k}" for k in kinds)
-    report(f"computed {len(content.labs)} lab{'s' * (len(content.labs) != 1)}: {by_kind} "
+    kinds = sorted({lab.kind for lab in to_compute})
+    by_kind = ", ".join(f"{sum(lab.kind == k for lab in to_compute)} {k}" for k in kinds)
+    report(f"computed {len(to_compute)} lab{'s' * (len(to_compute) != 1)}{': ' * bool(by_kind)}{by_kind} "
            f"({time.perf_counter() - t:.2f} s)")
     t = time.perf_counter()
     renderer = Renderer(content, Theme(theme_dir, kinds_of(content)), payloads, base_url)
-    files = renderer.render_all()
-    check_links(files, content)
+    files = renderer.render_all({slug: entry.files for slug, entry in stored.items()})
+    links = {path: links for entry in stored.values() for path, links in entry.links.items()}
+    links.update({path: page_links(data.decode("utf-8")) for path, data in files.items()
+                  if path.endswith(".html") and path not in links})
+    check_page_links(links, files, content)
     files[MARKER] = MARKER_TEXT
     report(f"rendered {sum(p.endswith('.html') for p in files)} pages ({time.perf_counter() - t:.2f} s)")
+    if cache is not None:
+        for lab in to_compute:
+            prefix = f"labs/{lab.slug}/"
+            mine = {path: data for path, data in files.items() if path.startswith(prefix)}
+            cache.put(keys[lab.slug], LabEntry(lab, notes.get(lab.slug, ()), mine,
+                                               {p: links[p] for p in mine if p in links}))
     return files, content
+
+
+def _lab_keys(source: SiteSource, theme_dir: Path | None, base_url: str | None,
+              options: Mapping[str, Any] | None) -> dict[str, str]:
+    """Each lab's build cache key (see :mod:`generator.buildcache`)."""
+    theme = Theme(theme_dir, all_kinds())
+    site = buildcache.key_of(
+        buildcache.generator_fingerprint(), buildcache.kinds_fingerprint(),
+        buildcache.digest_files([("site.yaml", source.root / "site.yaml")]), source.order,
+        buildcache.digest_files(sorted(theme.files.items())), base_url,
+        sorted((k, str(v)) for k, v in (options or {}).items()), os.getcwd())
+    digests = [buildcache.digest_files(buildcache.files_under(source.root / "labs" / slug)) for slug in source.order]
+    return {slug: buildcache.key_of(site, digests[i - 1] if i > 0 else "", digests[i],
+                                    digests[i + 1] if i + 1 < len(digests) else "")
+            for i, slug in enumerate(source.order)}
 
 
 def kinds_of(content: Content):
@@ -413,9 +483,11 @@ def write_site(files: dict[str, bytes], output: Path) -> None:
 
 
 def build(content_dir: Path, theme_dir: Path | None, output: Path, base_url: str | None = None,
-          report: Callable[[str], None] = lambda _: None, options: Mapping[str, Any] | None = None) -> BuildResult:
+          report: Callable[[str], None] = lambda _: None, options: Mapping[str, Any] | None = None,
+          cache_dir: Path | None = None) -> BuildResult:
     """Build the site from ``content_dir`` into ``output``, atomically, with the default theme
-    under ``theme_dir`` (a custom folder that overrides it file by file; None: none)."""
+    under ``theme_dir`` (a custom folder that overrides it file by file; None: none), using
+    the build cache in ``cache_dir`` (None: none; ``labs build`` uses :func:`default_cache_dir`)."""
     started = time.perf_counter()
     content_dir, output = Path(content_dir), Path(output)
     theme_dir = Path(theme_dir) if theme_dir is not None else None
@@ -423,10 +495,16 @@ def build(content_dir: Path, theme_dir: Path | None, output: Path, base_url: str
         raise BuildError("theme folder not found", display_path(theme_dir))
     clean_litter(output)
     guard_output(output, content_dir, theme_dir)
-    files, content = build_files(content_dir, theme_dir, base_url, report, options)
+    cache = BuildCache(cache_dir) if cache_dir is not None else None
+    files, content = build_files(content_dir, theme_dir, base_url, report, options, cache)
     write_site(files, output)
     pages = sum(p.endswith(".html") for p in files)
     return BuildResult(files, content, pages, time.perf_counter() - started, output)
+
+
+def default_cache_dir(content_dir: Path) -> Path:
+    """Where ``labs build`` keeps its build cache: ``.labs-cache/`` beside the content folder."""
+    return Path(content_dir).parent / buildcache.CACHE_DIR_NAME
 
 
 def check(content_dir: Path, theme_dir: Path | None, report: Callable[[str], None] = lambda _: None,

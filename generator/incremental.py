@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from generator import build as pipeline
+from generator.buildcache import digest_files as _digest, files_under as _files_under
 from generator.content import (
     LinkTargets,
     SiteSource,
@@ -108,27 +109,6 @@ class _PageLinks:
     hrefs: tuple[str, ...]
     targets: frozenset[str] = frozenset()
     problems: tuple[Diagnostic, ...] = ()
-
-
-def _files_under(folder: Path) -> list[tuple[str, Path]]:
-    """Every file below ``folder`` (recursively, following symlinks as the loader does), sorted."""
-    out: list[tuple[str, Path]] = []
-    for dirpath, _, filenames in os.walk(folder, followlinks=True):
-        for name in filenames:
-            path = Path(dirpath, name)
-            out.append((path.relative_to(folder).as_posix(), path))
-    return sorted(out)
-
-
-def _digest(paths: Iterable[tuple[str, Path]]) -> str:
-    h = hashlib.sha256()
-    for rel, path in paths:
-        try:
-            data = path.read_bytes()
-        except OSError:  # vanished or unreadable mid-scan: the loader will say so
-            data = b"\0unreadable"
-        h.update(rel.encode("utf-8", "surrogateescape") + b"\0" + str(len(data)).encode() + b"\0" + data)
-    return h.hexdigest()
 
 
 def _load_recording(source: SiteSource, slug: str) -> tuple[Lab | None, tuple[Diagnostic, ...], dict[str, str | None]]:

@@ -11,7 +11,7 @@ import json
 import os
 import posixpath
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -422,13 +422,18 @@ class Renderer:
             text += f"Sitemap: {self.base_url}sitemap.xml\n"
         return text.encode()
 
-    def render_all(self) -> dict[str, bytes]:
-        """Every output file, by its path inside the site folder."""
+    def render_all(self, rendered: Mapping[str, Mapping[str, bytes]] | None = None) -> dict[str, bytes]:
+        """Every output file, by its path inside the site folder. ``rendered`` holds labs' files
+        made before (by slug, as :meth:`lab_files` gives them), used instead of rendering them."""
         files: dict[str, bytes] = {}
         for name, data in self.asset_data.items():
             files[self.asset_names[name]] = data
         labs = self.content.labs
+        rendered = rendered or {}
         for i, lab in enumerate(labs):
+            if lab.slug in rendered:
+                files.update(rendered[lab.slug])
+                continue
             files.update(self.lab_files(lab, labs[i - 1] if i > 0 else None, labs[i + 1] if i + 1 < len(labs) else None))
         for topic in self.site.topics:
             files[f"topics/{topic.slug}/index.html"] = self.render_topic(topic)
