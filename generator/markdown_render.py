@@ -22,6 +22,7 @@ import threading
 import unicodedata
 import xml.etree.ElementTree as etree
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import cast
 from html import unescape
 
@@ -136,17 +137,27 @@ class _MathState:
         self.problems: list[MathProblem] = []
 
     def token(self, tex: str, display: bool) -> str:
-        try:
-            mathml = latex2mathml.converter.convert(tex.strip(), display="block" if display else "inline")
-        except Exception as exc:  # latex2mathml raises many kinds; all mean "bad TeX"
-            reason = str(exc) or re.sub(r"(?<!^)(?=[A-Z])", " ", type(exc).__name__).lower().removesuffix(" error")
-            self.problems.append(MathProblem(tex, f"cannot convert math ${tex}$ to MathML: {reason}"))
-            mathml = ""
-        # latex2mathml passes \text{…} through unescaped and turns \href/\style into attributes:
-        # its output is sanitised like the author's HTML, with an allow-list of MathML.
-        mathml = _compact_mathml(nh3.clean(mathml, tags=_MATHML_TAGS, attributes=_MATHML_ATTRIBUTES))
+        mathml, problem = _mathml(tex, display)
+        if problem is not None:
+            self.problems.append(MathProblem(tex, problem))
         self.pieces.append(f'<div class="math-display">{mathml}</div>' if display else mathml)
         return _MATH_TOKEN.format(len(self.pieces) - 1)
+
+
+@lru_cache(maxsize=4096)
+def _mathml(tex: str, display: bool) -> tuple[str, str | None]:
+    """One formula as sanitised, compacted MathML, and the problem converting it (None if none).
+    Remembered per formula: a site repeats its formulas from lab to lab."""
+    problem = None
+    try:
+        mathml = latex2mathml.converter.convert(tex.strip(), display="block" if display else "inline")
+    except Exception as exc:  # latex2mathml raises many kinds; all mean "bad TeX"
+        reason = str(exc) or re.sub(r"(?<!^)(?=[A-Z])", " ", type(exc).__name__).lower().removesuffix(" error")
+        problem = f"cannot convert math ${tex}$ to MathML: {reason}"
+        mathml = ""
+    # latex2mathml passes \text{…} through unescaped and turns \href/\style into attributes:
+    # its output is sanitised like the author's HTML, with an allow-list of MathML.
+    return _compact_mathml(nh3.clean(mathml, tags=_MATHML_TAGS, attributes=_MATHML_ATTRIBUTES)), problem
 
 
 _MATHML_TAGS = {

@@ -29,15 +29,19 @@ def _diag(path: str, text: str, line: int, column: int, message: str) -> Diagnos
 def read_text(path: Path, root: Path | None = None, *, allow_empty: bool = False) -> str:
     """The UTF-8 text of ``path``; a :class:`ContentError` for a missing, unreadable,
     non-UTF-8 or empty file, or a folder where a file should be."""
-    shown = display_path(path, root)
-    if not path.exists():
-        raise ContentError([Diagnostic(shown, 1, 1, "file not found")])
-    if path.is_dir():
-        raise ContentError([Diagnostic(shown, 1, 1, "expected a file but found a folder")])
+    def shown() -> str:  # only when there is an error to report: it resolves the path
+        return display_path(path, root)
+
     try:
         raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ContentError([Diagnostic(shown(), 1, 1, "file not found")]) from None
+    except IsADirectoryError:
+        raise ContentError([Diagnostic(shown(), 1, 1, "expected a file but found a folder")]) from None
     except OSError as exc:
-        raise ContentError([Diagnostic(shown, 1, 1, f"cannot read file: {exc.strerror}")]) from None
+        if path.is_dir():
+            raise ContentError([Diagnostic(shown(), 1, 1, "expected a file but found a folder")]) from None
+        raise ContentError([Diagnostic(shown(), 1, 1, f"cannot read file: {exc.strerror}")]) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -46,11 +50,11 @@ def read_text(path: Path, root: Path | None = None, *, allow_empty: bool = False
         # In characters, like every other column we print (the text before the bad byte is valid UTF-8).
         column = len(before[before.rfind(b"\n") + 1 :].decode("utf-8").removeprefix("\ufeff")) + 1
         raise ContentError(
-            [Diagnostic(shown, line, column, f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save it as UTF-8")]
+            [Diagnostic(shown(), line, column, f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save it as UTF-8")]
         ) from None
     text = text.removeprefix("\ufeff")
     if not allow_empty and not text.strip():
-        raise ContentError([Diagnostic(shown, 1, 1, "file is empty")])
+        raise ContentError([Diagnostic(shown(), 1, 1, "file is empty")])
     return text
 
 
