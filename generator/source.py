@@ -160,6 +160,37 @@ def _walk(doc: YamlDoc, node: yaml.Node, where: Where, diags: Diagnostics, seen:
     raise AssertionError(f"unknown YAML node {node!r}")
 
 
+# Where libyaml notices a mistake only on a later line, the line it was scanning is the wrong one:
+# a line with no ':' (a mis-indented or unfinished key), an unclosed quote or bracket.
+_LOOK_BACK = ("while scanning a simple key", "while scanning a quoted scalar", "while parsing a flow sequence",
+              "while parsing a flow mapping", "while scanning a block scalar")
+
+
+def _yaml_syntax_error(exc: yaml.MarkedYAMLError, text: str) -> tuple[int, int, str]:
+    """Line, column and message for a YAML syntax error: at the line that is wrong, naming a tab
+    when one is in the way (YAML forbids tabs in indentation, and libyaml's message never says so)."""
+    mark = exc.problem_mark or exc.context_mark
+    context = exc.context_mark
+    if mark is not None and context is not None and exc.context in _LOOK_BACK and context.line < mark.line:
+        mark = context
+    line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    problem = exc.problem or exc.context or "invalid YAML"
+    lines = text.split("\n")
+    for number in dict.fromkeys(m.line for m in (exc.problem_mark, context) if m is not None):
+        source = lines[number] if number < len(lines) else ""
+        indent = source[: len(source) - len(source.lstrip(" \t"))]
+        at = indent.find("\t") if "\t" in indent else (source.find("\t") if "cannot start any token" in problem else -1)
+        if at >= 0:
+            return number + 1, at + 1, ("invalid YAML: a tab character here; YAML indents with spaces only — "
+                                        "replace the tab with spaces")
+    if exc.context == "while scanning a quoted scalar" and mark is context:
+        return line, column, "invalid YAML: this quoted value is never closed"
+    if exc.context == "while scanning a simple key" and mark is context:
+        return line, column, ("invalid YAML: this line has no ':' — a key needs one, and a line that continues "
+                              "a value must be indented more than its key")
+    return line, column, f"invalid YAML: {problem}"
+
+
 def load_yaml(path: Path, root: Path | None = None) -> YamlDoc:
     """Parse ``path`` safely. Raises :class:`ContentError` with the position of any syntax error."""
     text = read_text(path, root)
@@ -167,10 +198,8 @@ def load_yaml(path: Path, root: Path | None = None) -> YamlDoc:
     try:
         node = yaml.compose(text, Loader=_SAFE_LOADER)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise ContentError([_diag(shown, text, line, column, f"invalid YAML: {problem}")]) from None
+        line, column, message = _yaml_syntax_error(exc, text)
+        raise ContentError([_diag(shown, text, line, column, message)]) from None
     except yaml.YAMLError as exc:  # e.g. a control character the reader refuses
         raise ContentError([_diag(shown, text, 1, 1, f"invalid YAML: {exc}")]) from None
     doc = YamlDoc(shown, text, None)

@@ -231,7 +231,7 @@ CASES = [
                       "lab 'attention' needs a faq.yaml (run `labs new attention` to see a complete lab)"),
                  id="missing-lab-file"),
     pytest.param(Case("content/site.yaml", None, DELETE, None, "file not found"), id="missing-site-file"),
-    pytest.param(Case(LAB + "lab.yaml", "title: Attention\n", "title: [Attention\n", "subtitle|:",
+    pytest.param(Case(LAB + "lab.yaml", "title: Attention\n", "title: [Attention\n", "title: |[Attention",
                       f"invalid YAML: {UNCLOSED_LIST}"), id="yaml-syntax"),
     pytest.param(Case(LAB + "lab.yaml", "title: Attention\n", "title: !!python/object/apply:os.system [echo hi]\n",
                       "title: |!!python", "YAML tag 'tag:yaml.org,2002:python/object/apply:os.system' is not allowed; "
