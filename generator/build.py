@@ -32,7 +32,7 @@ from urllib.parse import unquote, urlsplit
 
 from generator import buildcache
 from generator.buildcache import BuildCache, LabEntry
-from generator.content import SiteSource, assemble_partial, lab_folders, load_lab, load_site
+from generator.content import RecordingLinkTargets, SiteSource, assemble_partial, lab_folders, load_lab, load_site
 from generator.errors import BuildError, ContentError, Diagnostic, display_path
 from generator.kinds import Computed, all_kinds, get_kind
 from generator.markdown_render import slugify
@@ -66,6 +66,16 @@ def compute(content: Content, options: Mapping[str, Any] | None = None,
     """Compute every lab (see :func:`compute_lab`); returns each lab's payload by slug, or raises
     one ContentError with every lab's problems. Each lab's notes are reported, and kept in
     ``notes`` by slug when given."""
+    payloads, problems = compute_partial(content, options, report, map_labs, notes)
+    if problems:
+        raise ContentError(problems)
+    return payloads
+
+
+def compute_partial(content: Content, options: Mapping[str, Any] | None = None,
+                    report: Callable[[str], None] = lambda _: None, map_labs: Callable = map,
+                    notes: dict[str, tuple[str, ...]] | None = None) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """:func:`compute`, returning every lab's payload (those with problems too) and the problems."""
     payloads: dict[str, Any] = {}
     problems: list[Diagnostic] = []
     for lab, computed in zip(content.labs, map_labs(partial(compute_lab, options=options), content.labs)):
@@ -75,9 +85,7 @@ def compute(content: Content, options: Mapping[str, Any] | None = None,
             notes[lab.slug] = tuple(computed.notes)
         for note in computed.notes:
             report(f"note: {note}")
-    if problems:
-        raise ContentError(problems)
-    return payloads
+    return payloads, problems
 
 
 _ID_RE = re.compile(r'\sid="([^"]+)"')
@@ -304,22 +312,35 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
                 report(f"note: {note}")
         to_compute = [lab for lab in content.labs if lab.slug not in stored]
         notes: dict[str, tuple[str, ...]] = {}
-        try:  # the labs that loaded are computed even when others have mistakes: one run, every error
-            payloads = compute(replace(content, labs=tuple(to_compute)), options, report, map_labs, notes)
-        except ContentError as exc:
-            problems += exc.diagnostics
-        if problems:
-            raise ContentError(problems)
+        # The labs that loaded are computed, rendered and link-checked even when others have
+        # mistakes (nothing is written then): one run, every error.
+        try:
+            payloads, compute_problems = compute_partial(replace(content, labs=tuple(to_compute)), options, report,
+                                                         map_labs, notes)
+        except ContentError as exc:  # a kind that raised instead of returning its problems: no payloads to render
+            raise ContentError(problems + exc.diagnostics) from None
+        problems += compute_problems
     kinds = sorted({lab.kind for lab in to_compute})
     by_kind = ", ".join(f"{sum(lab.kind == k for lab in to_compute)} {k}" for k in kinds)
-    report(f"computed {len(to_compute)} lab{'s' * (len(to_compute) != 1)}{': ' * bool(by_kind)}{by_kind} "
-           f"({time.perf_counter() - t:.2f} s)")
+    if not problems:
+        report(f"computed {len(to_compute)} lab{'s' * (len(to_compute) != 1)}{': ' * bool(by_kind)}{by_kind} "
+               f"({time.perf_counter() - t:.2f} s)")
     t = time.perf_counter()
     renderer = Renderer(content, Theme(theme_dir, kinds_of(content)), payloads, base_url)
-    files = renderer.render_all({slug: entry.files for slug, entry in stored.items()})
+    try:
+        files = renderer.render_all({slug: entry.files for slug, entry in stored.items()})
+    except ContentError as exc:  # a theme mistake: the links cannot be checked without the pages
+        raise ContentError(problems + exc.diagnostics) from None
+    except Exception:
+        if problems:  # a page that cannot be drawn from a lab with mistakes: those are what to report
+            raise ContentError(problems) from None
+        raise
     links = {path: links for entry in stored.values() for path, links in entry.links.items()}
     links.update({path: page_links(data.decode("utf-8")) for path, data in files.items()
                   if path.endswith(".html") and path not in links})
+    if problems:
+        problems += _partial_link_problems(source, content, files, links)
+        raise ContentError(problems)
     check_page_links(links, files, content)
     files[MARKER] = MARKER_TEXT
     report(f"rendered {sum(p.endswith('.html') for p in files)} pages ({time.perf_counter() - t:.2f} s)")
@@ -330,6 +351,24 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
             cache.put(keys[lab.slug], LabEntry(lab, notes.get(lab.slug, ()), mine,
                                                {p: links[p] for p in mine if p in links}))
     return files, content
+
+
+def _partial_link_problems(source: SiteSource, content: Content, files: Mapping[str, bytes],
+                           links: Mapping[str, tuple[list[str], list[str]]]) -> list[Diagnostic]:
+    """Link problems of a build that has other mistakes. Pages of labs that did not load are not
+    there: links to them are taken as good (their anchors cannot be known), and the links such a
+    lab wrote in what did load (its Markdown, FAQ and quiz as far as they were read) are checked."""
+    loaded = {lab.slug for lab in content.labs}
+    failed = [slug for slug in source.order if slug not in loaded]
+    known = set(files) | {f"labs/{slug}/index.html" for slug in failed}
+    problems = link_problems(links, known, content)
+    id_sets = {path: set(ids) for path, (ids, _) in links.items()}
+    for slug in failed:
+        recording = RecordingLinkTargets(source.links.labs, source.links.topics)
+        load_lab(replace(source, links=recording), slug)  # again, to hear which links it writes
+        hrefs = [source.links.resolve(href) or href for href, answer in recording.asked.items() if answer is None]
+        problems += page_link_problems(f"labs/{slug}/index.html", hrefs, known, id_sets.get, content)[1]
+    return problems
 
 
 def _lab_keys(source: SiteSource, theme_dir: Path | None, base_url: str | None,

@@ -477,6 +477,19 @@ class LinkTargets:
         return None
 
 
+class RecordingLinkTargets(LinkTargets):
+    """LinkTargets that remembers every question a lab asked (every link it wrote), with the answers."""
+
+    def __init__(self, lab_slugs, topic_slugs):
+        super().__init__(lab_slugs, topic_slugs)
+        self.asked: dict[str, str | None] = {}
+
+    def problem(self, href: str) -> str | None:
+        answer = super().problem(href)
+        self.asked[href] = answer
+        return answer
+
+
 def lab_folders(root: Path) -> list[str]:
     labs_dir = root / "labs"
     if not labs_dir.is_dir():

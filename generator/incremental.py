@@ -40,6 +40,7 @@ from generator import build as pipeline
 from generator.buildcache import digest_files as _digest, files_under as _files_under
 from generator.content import (
     LinkTargets,
+    RecordingLinkTargets as _Recording,
     SiteSource,
     assemble,
     lab_folders,
@@ -65,19 +66,6 @@ class Rebuild:
     labs_computed: tuple[str, ...]  # labs whose compute_lab ran (cache misses)
     pages_rendered: int
     seconds: float
-
-
-class _Recording(LinkTargets):
-    """LinkTargets that remembers every question a lab asked, so the answers can be re-checked."""
-
-    def __init__(self, lab_slugs, topic_slugs):
-        super().__init__(lab_slugs, topic_slugs)
-        self.asked: dict[str, str | None] = {}
-
-    def problem(self, href: str) -> str | None:
-        answer = super().problem(href)
-        self.asked[href] = answer
-        return answer
 
 
 @dataclass
