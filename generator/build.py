@@ -252,20 +252,78 @@ def _die_with_parent() -> None:
     threading.Thread(target=watch, name="labs-parent-watch", daemon=True).start()
 
 
+def _start_worker(initializer: Callable | None, initargs: tuple) -> None:
+    _die_with_parent()
+    if initializer is not None:
+        initializer(*initargs)
+
+
 @contextmanager
-def lab_pool(content_dir: Path, n_labs: int | None = None):
+def lab_pool(content_dir: Path, n_labs: int | None = None, initializer: Callable | None = None,
+             initargs: tuple = ()):
     """``map`` over labs: in worker processes for a large site on a machine with several cores,
     else in this process. Results come back in order, so the output is the same either way.
-    ``n_labs``: how many labs it will map (default: the site's lab folders)."""
+    ``n_labs``: how many labs it will map (default: the site's lab folders); ``initializer(*initargs)``
+    runs once in each worker (in this process when there are none) before the first lab."""
     if n_labs is None:
         n_labs = len(lab_folders(Path(content_dir)))
     workers = min(os.cpu_count() or 1, 8)
     if workers < 2 or n_labs < PARALLEL_MIN_LABS or os.environ.get("LABS_SERIAL"):
+        if initializer is not None:
+            initializer(*initargs)
         yield map
         return
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_die_with_parent) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
+                             initargs=(initializer, initargs)) as pool:
         yield lambda fn, items: pool.map(fn, items, chunksize=max(1, n_labs // (workers * 4)))
+
+
+@dataclass(frozen=True)
+class LabBuilt:
+    """One lab computed and rendered (in a worker): what the parent needs of it, and no payload."""
+
+    slug: str
+    files: dict[str, bytes]  # its page and the files beside it, by output path
+    links: dict[str, tuple[list[str], list[str]]]  # page path -> (ids in order, hrefs)
+    notes: tuple[str, ...]
+    problems: tuple[Diagnostic, ...]
+
+
+# What a worker needs to compute and render any lab: set once per worker by _set_lab_state.
+_LAB_STATE: dict[str, Any] = {}
+
+
+def _set_lab_state(content: Content, theme_dir: Path | None, base_url: str | None,
+                   options: Mapping[str, Any] | None) -> None:
+    _LAB_STATE.clear()
+    _LAB_STATE.update(content=content, theme_dir=theme_dir, base_url=base_url, options=options, renderer=None)
+
+
+def compute_and_render(index: int) -> LabBuilt:
+    """Compute lab ``index`` of the site and render its files where it runs (a worker, for a large
+    site), so that its payload never travels back to the build. A lab whose numbers contradict
+    its claims is rendered all the same: its links are checked in the same run."""
+    state = _LAB_STATE
+    content: Content = state["content"]
+    labs = content.labs
+    lab = labs[index]
+    computed = compute_lab(lab, state["options"])
+    if state["renderer"] is None:
+        state["renderer"] = Renderer(content, Theme(state["theme_dir"], kinds_of(content)), {}, state["base_url"])
+    renderer: Renderer = state["renderer"]
+    renderer.payloads = {lab.slug: computed.payload}
+    try:
+        files = renderer.lab_files(lab, labs[index - 1] if index > 0 else None,
+                                   labs[index + 1] if index + 1 < len(labs) else None)
+    except Exception:
+        if not computed.problems:
+            raise
+        files = {}  # a page that cannot be drawn from numbers with mistakes: the mistakes are the news
+    finally:
+        renderer.payloads = {}
+    links = {path: page_links(data.decode("utf-8")) for path, data in files.items() if path.endswith(".html")}
+    return LabBuilt(lab.slug, files, links, tuple(computed.notes), tuple(computed.problems))
 
 
 def build_files(content_dir: Path, theme_dir: Path | None = None, base_url: str | None = None,
@@ -311,24 +369,31 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
             for note in entry.notes:
                 report(f"note: {note}")
         to_compute = [lab for lab in content.labs if lab.slug not in stored]
-        notes: dict[str, tuple[str, ...]] = {}
-        # The labs that loaded are computed, rendered and link-checked even when others have
-        # mistakes (nothing is written then): one run, every error.
-        try:
-            payloads, compute_problems = compute_partial(replace(content, labs=tuple(to_compute)), options, report,
-                                                         map_labs, notes)
-        except ContentError as exc:  # a kind that raised instead of returning its problems: no payloads to render
-            raise ContentError(problems + exc.diagnostics) from None
-        problems += compute_problems
+    # The labs that loaded are computed, rendered and link-checked even when others have
+    # mistakes (nothing is written then): one run, every error. Each lab is computed and
+    # rendered in one go, in a worker forked after loading (it has the whole site already).
+    index = {lab.slug: i for i, lab in enumerate(content.labs)}
+    try:
+        with lab_pool(content_dir, len(to_compute), _set_lab_state, (content, theme_dir, base_url, options)) as map_labs:
+            built = list(map_labs(compute_and_render, [index[lab.slug] for lab in to_compute]))
+    except ContentError as exc:  # a kind that raised instead of returning its problems, or a theme mistake
+        raise ContentError(problems + exc.diagnostics) from None
+    finally:
+        _LAB_STATE.clear()
+    for lab_built in built:
+        problems += lab_built.problems
+        for note in lab_built.notes:
+            report(f"note: {note}")
     kinds = sorted({lab.kind for lab in to_compute})
     by_kind = ", ".join(f"{sum(lab.kind == k for lab in to_compute)} {k}" for k in kinds)
     if not problems:
         report(f"computed {len(to_compute)} lab{'s' * (len(to_compute) != 1)}{': ' * bool(by_kind)}{by_kind} "
                f"({time.perf_counter() - t:.2f} s)")
     t = time.perf_counter()
-    renderer = Renderer(content, Theme(theme_dir, kinds_of(content)), payloads, base_url)
+    renderer = Renderer(content, Theme(theme_dir, kinds_of(content)), {}, base_url)
+    rendered = {slug: entry.files for slug, entry in stored.items()} | {b.slug: b.files for b in built}
     try:
-        files = renderer.render_all({slug: entry.files for slug, entry in stored.items()})
+        files = renderer.render_all(rendered)
     except ContentError as exc:  # a theme mistake: the links cannot be checked without the pages
         raise ContentError(problems + exc.diagnostics) from None
     except Exception:
@@ -336,6 +401,8 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
             raise ContentError(problems) from None
         raise
     links = {path: links for entry in stored.values() for path, links in entry.links.items()}
+    for lab_built in built:
+        links.update(lab_built.links)
     links.update({path: page_links(data.decode("utf-8")) for path, data in files.items()
                   if path.endswith(".html") and path not in links})
     if problems:
@@ -345,11 +412,11 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
     files[MARKER] = MARKER_TEXT
     report(f"rendered {sum(p.endswith('.html') for p in files)} pages ({time.perf_counter() - t:.2f} s)")
     if cache is not None:
+        notes = {b.slug: b.notes for b in built}
         for lab in to_compute:
             prefix = f"labs/{lab.slug}/"
             mine = {path: data for path, data in files.items() if path.startswith(prefix)}
-            cache.put(keys[lab.slug], LabEntry(lab, notes.get(lab.slug, ()), mine,
-                                               {p: links[p] for p in mine if p in links}))
+            cache.put(keys[lab.slug], LabEntry(lab, notes[lab.slug], mine, {p: links[p] for p in mine if p in links}))
     return files, content
 
 
