@@ -19,7 +19,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from collections.abc import Mapping
@@ -284,7 +284,8 @@ class LabBuilt:
     """One lab computed and rendered (in a worker): what the parent needs of it, and no payload."""
 
     slug: str
-    files: dict[str, bytes]  # its page and the files beside it, by output path
+    files: dict[str, bytes]  # its page and the files beside it, by output path (empty when written)
+    written: tuple[str, ...]  # the output paths it wrote into the site folder itself
     links: dict[str, tuple[list[str], list[str]]]  # page path -> (ids in order, hrefs)
     notes: tuple[str, ...]
     problems: tuple[Diagnostic, ...]
@@ -295,15 +296,19 @@ _LAB_STATE: dict[str, Any] = {}
 
 
 def _set_lab_state(content: Content, theme_dir: Path | None, base_url: str | None,
-                   options: Mapping[str, Any] | None) -> None:
+                   options: Mapping[str, Any] | None, write_into: Path | None, cache: BuildCache | None,
+                   keys: Mapping[str, str]) -> None:
     _LAB_STATE.clear()
-    _LAB_STATE.update(content=content, theme_dir=theme_dir, base_url=base_url, options=options, renderer=None)
+    _LAB_STATE.update(content=content, theme_dir=theme_dir, base_url=base_url, options=options,
+                      write_into=write_into, cache=cache, keys=keys, renderer=None)
 
 
 def compute_and_render(index: int) -> LabBuilt:
     """Compute lab ``index`` of the site and render its files where it runs (a worker, for a large
-    site), so that its payload never travels back to the build. A lab whose numbers contradict
-    its claims is rendered all the same: its links are checked in the same run."""
+    site), so that its payload never travels back to the build; when the build writes a site,
+    write them into its folder too, and keep the lab in the build cache. A lab whose numbers
+    contradict its claims is rendered all the same (its links are checked in the same run), and
+    neither written nor kept."""
     state = _LAB_STATE
     content: Content = state["content"]
     labs = content.labs
@@ -323,7 +328,17 @@ def compute_and_render(index: int) -> LabBuilt:
     finally:
         renderer.payloads = {}
     links = {path: page_links(data.decode("utf-8")) for path, data in files.items() if path.endswith(".html")}
-    return LabBuilt(lab.slug, files, links, tuple(computed.notes), tuple(computed.problems))
+    notes, problems = tuple(computed.notes), tuple(computed.problems)
+    if problems:
+        return LabBuilt(lab.slug, files, (), links, notes, problems)
+    cache: BuildCache | None = state["cache"]
+    if cache is not None:
+        cache.put(state["keys"][lab.slug], LabEntry(lab, notes, files, links))
+    folder: Path | None = state["write_into"]
+    if folder is None:
+        return LabBuilt(lab.slug, files, (), links, notes, problems)
+    write_files(folder, files)
+    return LabBuilt(lab.slug, {}, tuple(files), links, notes, problems)
 
 
 def build_files(content_dir: Path, theme_dir: Path | None = None, base_url: str | None = None,
@@ -333,15 +348,23 @@ def build_files(content_dir: Path, theme_dir: Path | None = None, base_url: str 
     """Everything a build writes, in memory. Raises ContentError/BuildError on any problem.
 
     With a :class:`~generator.buildcache.BuildCache`, labs whose inputs are unchanged since a
-    build that stored them are taken from it (neither loaded, computed nor rendered), and the
-    labs built now are stored in it once the whole build succeeded; the files are the same."""
+    build that stored them are taken from it (neither loaded, computed nor rendered), and each
+    lab built now is stored in it once it computed and rendered without a problem of its own
+    (its links are checked again by every build); the files are the same."""
     # A build allocates millions of small objects and frees them by reference counting; the
     # cyclic collector would only re-scan the growing site again and again (a fifth of the
     # time on a large site). It is paused for the build, workers included, and resumed after.
+    files, content, _ = _build_gc(content_dir, theme_dir, base_url, report, options, cache, None)
+    return files, content
+
+
+def _build_gc(content_dir: Path, theme_dir: Path | None, base_url: str | None, report: Callable[[str], None],
+              options: Mapping[str, Any] | None, cache: BuildCache | None,
+              write_into: Path | None) -> tuple[dict[str, bytes], Content, list[str]]:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _build_files(content_dir, theme_dir, base_url, report, options, cache)
+        return _build_files(content_dir, theme_dir, base_url, report, options, cache, write_into)
     finally:
         if collecting:
             gc.enable()
@@ -349,7 +372,9 @@ def build_files(content_dir: Path, theme_dir: Path | None = None, base_url: str 
 
 def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None,
                  report: Callable[[str], None], options: Mapping[str, Any] | None,
-                 cache: BuildCache | None) -> tuple[dict[str, bytes], Content]:
+                 cache: BuildCache | None, write_into: Path | None) -> tuple[dict[str, bytes], Content, list[str]]:
+    """The build. With ``write_into``, the labs computed now are written there by whoever renders
+    them, and their paths come back apart: (other files, content, paths written)."""
     started = time.perf_counter()
     source = load_site(content_dir)
     keys = _lab_keys(source, theme_dir, base_url, options) if cache is not None else {}
@@ -374,7 +399,8 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
     # rendered in one go, in a worker forked after loading (it has the whole site already).
     index = {lab.slug: i for i, lab in enumerate(content.labs)}
     try:
-        with lab_pool(content_dir, len(to_compute), _set_lab_state, (content, theme_dir, base_url, options)) as map_labs:
+        with lab_pool(content_dir, len(to_compute), _set_lab_state,
+                      (content, theme_dir, base_url, options, write_into, cache, keys)) as map_labs:
             built = list(map_labs(compute_and_render, [index[lab.slug] for lab in to_compute]))
     except ContentError as exc:  # a kind that raised instead of returning its problems, or a theme mistake
         raise ContentError(problems + exc.diagnostics) from None
@@ -392,6 +418,7 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
     t = time.perf_counter()
     renderer = Renderer(content, Theme(theme_dir, kinds_of(content)), {}, base_url)
     rendered = {slug: entry.files for slug, entry in stored.items()} | {b.slug: b.files for b in built}
+    written = [path for b in built for path in b.written]
     try:
         files = renderer.render_all(rendered)
     except ContentError as exc:  # a theme mistake: the links cannot be checked without the pages
@@ -405,22 +432,17 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
         links.update(lab_built.links)
     links.update({path: page_links(data.decode("utf-8")) for path, data in files.items()
                   if path.endswith(".html") and path not in links})
+    known = set(files) | set(written)
     if problems:
-        problems += _partial_link_problems(source, content, files, links)
+        problems += _partial_link_problems(source, content, known, links)
         raise ContentError(problems)
-    check_page_links(links, files, content)
+    check_page_links(links, known, content)
     files[MARKER] = MARKER_TEXT
-    report(f"rendered {sum(p.endswith('.html') for p in files)} pages ({time.perf_counter() - t:.2f} s)")
-    if cache is not None:
-        notes = {b.slug: b.notes for b in built}
-        for lab in to_compute:
-            prefix = f"labs/{lab.slug}/"
-            mine = {path: data for path, data in files.items() if path.startswith(prefix)}
-            cache.put(keys[lab.slug], LabEntry(lab, notes[lab.slug], mine, {p: links[p] for p in mine if p in links}))
-    return files, content
+    report(f"rendered {sum(p.endswith('.html') for p in known)} pages ({time.perf_counter() - t:.2f} s)")
+    return files, content, written
 
 
-def _partial_link_problems(source: SiteSource, content: Content, files: Mapping[str, bytes],
+def _partial_link_problems(source: SiteSource, content: Content, files: set[str],
                            links: Mapping[str, tuple[list[str], list[str]]]) -> list[Diagnostic]:
     """Link problems of a build that has other mistakes. Pages of labs that did not load are not
     there: links to them are taken as good (their anchors cannot be known), and the links such a
@@ -549,6 +571,14 @@ def write_site(files: dict[str, bytes], output: Path) -> None:
     The swap exchanges the two folders in one step where the OS can (Linux), so the output
     path is never missing; elsewhere it is two renames, and a build killed between them is
     repaired by the next one (:func:`clean_litter`)."""
+    with site_folder(output) as tmp:
+        write_files(tmp, files)
+
+
+@contextmanager
+def site_folder(output: Path):
+    """A new, empty site folder beside ``output`` (holding only our marker) to write the site into;
+    swapped in for ``output`` when the block ends without an exception, removed if it raises."""
     output = Path(output)
     parent = output.resolve().parent
     parent.mkdir(parents=True, exist_ok=True)
@@ -556,36 +586,72 @@ def write_site(files: dict[str, bytes], output: Path) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}-new-{os.getpid()}-", dir=parent))
     try:
         (tmp / MARKER).write_bytes(MARKER_TEXT)  # first, so a killed build's folder is provably ours
-        for rel, data in sorted(files.items()):
-            target = tmp / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            _pause_for_tests("write")
+        yield tmp
         os.chmod(tmp, 0o755)
-        target = output.resolve() if output.is_symlink() else output
-        if target.exists() and _exchange(tmp, target):
-            shutil.rmtree(tmp, ignore_errors=True)  # now the previous site
-            return
-        old = None
-        if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{output.name}-old-{os.getpid()}-", dir=parent))
-            os.rmdir(old)
-            os.replace(target, old)
-            _pause_for_tests("swap")
-        try:
-            os.replace(tmp, target)
-        except OSError:
-            if old is not None:
-                os.replace(old, target)  # put the previous site back
-            raise
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        _swap_in(tmp, output, parent)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise BuildError(f"cannot write the site: {exc.strerror or exc}", display_path(output)) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def write_files(folder: Path, files: Mapping[str, bytes]) -> None:
+    """Write ``files`` (output path -> bytes) into ``folder``, in path order."""
+    made: set[Path] = set()
+    for rel, data in sorted(files.items()):
+        target = folder / rel
+        if target.parent not in made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.add(target.parent)
+        target.write_bytes(data)
+        _pause_for_tests("write")
+
+
+def _swap_in(tmp: Path, output: Path, parent: Path) -> None:
+    target = output.resolve() if output.is_symlink() else output
+    if target.exists() and _exchange(tmp, target):
+        shutil.rmtree(tmp, ignore_errors=True)  # now the previous site
+        return
+    old = None
+    if target.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{output.name}-old-{os.getpid()}-", dir=parent))
+        os.rmdir(old)
+        os.replace(target, old)
+        _pause_for_tests("swap")
+    try:
+        os.replace(tmp, target)
+    except OSError:
+        if old is not None:
+            os.replace(old, target)  # put the previous site back
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+class SiteFiles(Mapping):
+    """A built site's files by output path, read from its folder when asked for (a large site's
+    bytes are not held in memory after the build)."""
+
+    def __init__(self, folder: Path, paths: Iterable[str]):
+        self.folder = Path(folder)
+        self._paths = sorted(paths)
+        self._known = set(self._paths)
+
+    def __getitem__(self, path: str) -> bytes:
+        if path not in self._known:
+            raise KeyError(path)
+        return (self.folder / path).read_bytes()
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._known
+
+    def __iter__(self):
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
 
 
 def build(content_dir: Path, theme_dir: Path | None, output: Path, base_url: str | None = None,
@@ -602,10 +668,15 @@ def build(content_dir: Path, theme_dir: Path | None, output: Path, base_url: str
     clean_litter(output)
     guard_output(output, content_dir, theme_dir)
     cache = BuildCache(cache_dir) if cache_dir is not None else None
-    files, content = build_files(content_dir, theme_dir, base_url, report, options, cache)
-    write_site(files, output)
-    pages = sum(p.endswith(".html") for p in files)
-    return BuildResult(files, content, pages, time.perf_counter() - started, output)
+    with site_folder(output) as folder:
+        # The labs' files are written into the folder where they are rendered (the workers);
+        # what comes back is the rest of the site.
+        files, content, written = _build_gc(content_dir, theme_dir, base_url, report, options, cache, folder)
+        write_files(folder, files)
+    paths = set(files) | set(written)
+    target = output.resolve() if output.is_symlink() else output
+    pages = sum(p.endswith(".html") for p in paths)
+    return BuildResult(SiteFiles(target, paths), content, pages, time.perf_counter() - started, output)
 
 
 def default_cache_dir(content_dir: Path) -> Path:

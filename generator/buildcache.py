@@ -17,7 +17,8 @@ those depend on:
 An entry is trusted only when its header names the format and its own key and the SHA-256 of
 its body matches: a corrupt, truncated, foreign or older entry is ignored (and rebuilt and
 replaced by the build). Writes go to a temporary file renamed into place, so a killed build
-leaves no half-written entry. Only builds that succeed write entries.
+leaves no half-written entry. A lab is stored once it computed and rendered without a problem of
+its own; its links are checked again by every build, against the pages of that build.
 """
 
 from __future__ import annotations
