@@ -145,7 +145,7 @@ def lab_yaml(original: str, lab: int, pools, variants: int) -> str:
         for start, end in blocks[sid]:
             for i in range(start, end):
                 lines[i] = _substitute(lines[i], replace)
-    lines = [f"number: {lab + 1}" if line.startswith("number:") else line for line in lines]
+    lines = [f"number: {lab}" if line.startswith("number:") else line for line in lines]  # 0..999: 1,000 labs
     return "\n".join(lines) + "\n"
 
 
