@@ -32,7 +32,8 @@ from urllib.parse import unquote, urlsplit
 
 from generator import buildcache
 from generator.buildcache import BuildCache, LabEntry
-from generator.content import RecordingLinkTargets, SiteSource, assemble_partial, lab_folders, load_lab, load_site
+from generator.content import (RecordingLinkTargets, SiteSource, assemble_partial, lab_folders, load_lab, load_site,
+                               static_files)
 from generator.errors import BuildError, ContentError, Diagnostic, display_path
 from generator.kinds import Computed, all_kinds, get_kind
 from generator.markdown_render import slugify
@@ -106,6 +107,11 @@ def duplicate_id_problems(path: str, html: str, content: Content) -> list[Diagno
     return [_id_problem(content, path, i) for i in repeated]
 
 
+def _raw_id(element_id: str) -> re.Pattern:
+    """``id="x"``, ``id='x'`` or ``id=x`` in raw HTML, with the ``id`` at the match's start."""
+    return re.compile(rf"""(?<![\w-])id\s*=\s*(?:"{re.escape(element_id)}"|'{re.escape(element_id)}'|{re.escape(element_id)}(?=[\s/>]|$))""")
+
+
 def _id_problem(content: Content, page: str, element_id: str) -> Diagnostic:
     message = f"id {element_id!r} is used twice on {page}; links to #{element_id} would land on the first"
     slug = page.split("/")[1] if page.startswith("labs/") else None
@@ -117,6 +123,9 @@ def _id_problem(content: Content, page: str, element_id: str) -> Diagnostic:
                 heading = line.lstrip("#").strip() if line.startswith("#") else None
                 if stripped == f"id: {element_id}" or (heading is not None and slugify(heading) == element_id):
                     return Diagnostic(display_path(f), i + 1, len(line) - len(line.lstrip()) + 1, message, line)
+                raw = _raw_id(element_id).search(line) if f.suffix == ".md" else None
+                if raw:  # raw HTML in Markdown: <span id="quiz">
+                    return Diagnostic(display_path(f), i + 1, raw.start() + 1, message, line)
     return Diagnostic(f"theme/templates (page {page})", 1, 1, message)
 
 
@@ -303,6 +312,11 @@ def _set_lab_state(content: Content, theme_dir: Path | None, base_url: str | Non
                       write_into=write_into, cache=cache, keys=keys, renderer=None)
 
 
+def _note(text: str) -> str:
+    """A kind's note for the author, or a renderer's positioned warning as it is."""
+    return text if ": warning: " in text else f"note: {text}"
+
+
 def compute_and_render(index: int) -> LabBuilt:
     """Compute lab ``index`` of the site and render its files where it runs (a worker, for a large
     site), so that its payload never travels back to the build; when the build writes a site,
@@ -328,7 +342,8 @@ def compute_and_render(index: int) -> LabBuilt:
     finally:
         renderer.payloads = {}
     links = {path: page_links(data.decode("utf-8")) for path, data in files.items() if path.endswith(".html")}
-    notes, problems = tuple(computed.notes), tuple(computed.problems)
+    notes, problems = tuple(computed.notes) + tuple(renderer.warnings), tuple(computed.problems)
+    renderer.warnings.clear()  # the page-weight warnings of this lab: kept and reported with its notes
     if problems:
         return LabBuilt(lab.slug, files, (), links, notes, problems)
     cache: BuildCache | None = state["cache"]
@@ -392,7 +407,7 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
         _pause_for_tests("compute")
         for entry in stored.values():
             for note in entry.notes:
-                report(f"note: {note}")
+                report(_note(note))
         to_compute = [lab for lab in content.labs if lab.slug not in stored]
     # The labs that loaded are computed, rendered and link-checked even when others have
     # mistakes (nothing is written then): one run, every error. Each lab is computed and
@@ -409,7 +424,7 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
     for lab_built in built:
         problems += lab_built.problems
         for note in lab_built.notes:
-            report(f"note: {note}")
+            report(_note(note))
     kinds = sorted({lab.kind for lab in to_compute})
     by_kind = ", ".join(f"{sum(lab.kind == k for lab in to_compute)} {k}" for k in kinds)
     if not problems:
@@ -438,6 +453,7 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
         raise ContentError(problems)
     check_page_links(links, known, content)
     files[MARKER] = MARKER_TEXT
+    files.update(static_files(content_dir, dict.fromkeys(known | set(files))))  # content/static/, as it is
     report(f"rendered {sum(p.endswith('.html') for p in known)} pages ({time.perf_counter() - t:.2f} s)")
     return files, content, written
 

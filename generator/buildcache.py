@@ -51,9 +51,16 @@ _LIBRARIES = ("markdown", "pygments", "latex2mathml", "nh3", "jinja2", "markupsa
 
 
 def files_under(folder: Path) -> list[tuple[str, Path]]:
-    """Every file below ``folder`` (recursively, following symlinks as the loader does), sorted."""
+    """Every file below ``folder`` (recursively, following symlinks as the loader does, each
+    folder once: a loop of links is not walked forever), sorted."""
     out: list[tuple[str, Path]] = []
-    for dirpath, _, filenames in os.walk(folder, followlinks=True):
+    seen: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+        real = os.path.realpath(dirpath)
+        if real in seen:
+            dirnames[:] = []
+            continue
+        seen.add(real)
         for name in filenames:
             path = Path(dirpath, name)
             out.append((path.relative_to(folder).as_posix(), path))

@@ -7,11 +7,12 @@ Exit codes follow Click's convention: 0 success, 1 content or build errors (prin
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from generator import __version__
-from generator.errors import BuildError, ContentError, SiteError, display_path
+from generator.errors import BuildError, ContentError, SiteError, cap_per_file, display_path
 from generator.kinds import all_kinds
 
 
@@ -221,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except ContentError as exc:
-        for d in exc.diagnostics:
+        for d in cap_per_file(exc.diagnostics):  # at most 20 a file, then "… and N more"
             _err(str(d))
         n = len(exc.diagnostics)
         _err(f"{n} error{'s' * (n != 1)}; nothing was written")
@@ -231,3 +232,6 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `labs attention … | head`: the reader stopped early; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 1

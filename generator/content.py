@@ -16,18 +16,19 @@ Every problem found is recorded with its ``file:line:col``; :func:`load_content`
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from generator.errors import ContentError, Diagnostic, Diagnostics, SiteError, did_you_mean, display_path
 from generator.kinds import LabKind, get_kind, kind_names
 from generator.markdown_render import MarkdownLimit, RenderedMarkdown, render_markdown, slugify
 from generator.model import (Card, Content, FaqItem, Lab, LegendItem, Option, Question, Quiz, Section, Site, Topic,
                              quiz_storage_key)
-from generator.source import Reader, YamlDoc, load_yaml, read_text
+from generator.source import Reader, YamlDoc, load_yaml, outside_problem, read_text
 
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?")
@@ -62,15 +63,17 @@ class _Loader:
     # -- files ------------------------------------------------------------------------
     def yaml(self, path: Path) -> YamlDoc | None:
         try:
-            return load_yaml(path, self.root.parent)
+            return load_yaml(path, self.root.parent, inside=self.root)
         except ContentError as exc:
             self.diags.extend(exc)
             return None
 
     def contained(self, reader: Reader, where: tuple, folder: Path, name: str) -> Path | None:
-        """``folder/name`` if it stays inside ``folder`` once resolved (no ``..`` or symlink escapes)."""
-        target = (folder / name).resolve()
-        if not target.is_relative_to(folder.resolve()):
+        """``folder/name`` if, as written, it stays inside ``folder`` (no ``..`` or absolute path).
+        Symbolic links are the content-wide policy's (see :func:`generator.source.outside_problem`),
+        checked when the file is read."""
+        target = Path(os.path.normpath(folder / name))
+        if not target.is_relative_to(Path(os.path.normpath(folder))):
             reader.error(where, f"path {name!r} points outside {display_path(folder, self.root.parent)}/")
             return None
         return target
@@ -83,11 +86,11 @@ class _Loader:
         path = self.contained(reader, where, folder, name)
         if path is None:
             return None
-        if not path.exists():
+        if not os.path.lexists(path):
             reader.error(where, f"Markdown file {name!r} not found in {display_path(folder, self.root.parent)}/")
             return None
         try:
-            text = read_text(path, self.root.parent)
+            text = read_text(path, self.root.parent, inside=self.root)
         except ContentError as exc:
             self.diags.extend(exc)
             return None
@@ -196,10 +199,10 @@ class _Loader:
         before = len(self.diags.items)
         for name in LAB_FILES:
             path = folder / name
-            if not path.exists():
+            if not os.path.lexists(path):
                 self.diags.add(Diagnostic(display_path(path, self.root.parent), 1, 1,
                                           f"lab {slug!r} needs a {name} (run `labs new {slug}` to see a complete lab)"))
-        doc = self.yaml(folder / "lab.yaml") if (folder / "lab.yaml").exists() else None
+        doc = self.yaml(folder / "lab.yaml") if os.path.lexists(folder / "lab.yaml") else None
         if doc is None:
             return None
         r = Reader(doc, self.diags)
@@ -311,7 +314,7 @@ class _Loader:
 
     def reader(self, path: Path) -> Reader | None:
         """A Reader for an optional YAML file; None if it is missing (reported by the caller) or unreadable."""
-        doc = self.yaml(path) if path.exists() else None
+        doc = self.yaml(path) if os.path.lexists(path) else None
         return Reader(doc, self.diags) if doc is not None else None
 
     def faq(self, path: Path, links) -> tuple[FaqItem, ...] | None:
@@ -541,6 +544,9 @@ def load_lab(source: SiteSource, slug: str) -> tuple[Lab | None, tuple[Diagnosti
     A pure function of the lab's files and the site, so labs can load in parallel and a
     rebuild can reuse the labs whose files did not change."""
     loader = _Loader(source.root)
+    folder_problem = outside_problem(source.root / "labs" / slug, source.root, source.root.parent)
+    if folder_problem is not None:  # nothing is read through a link out of content/
+        return None, (folder_problem,)
     lab = loader.lab(slug, source.root / "labs" / slug, source.site, source.links)
     return lab, tuple(loader.diags.items)
 
@@ -586,3 +592,60 @@ def load_content_partial(root: Path, map_labs: Callable = map) -> tuple[Content,
     """Like :func:`load_content`, but returns the labs that loaded cleanly with the problems."""
     source = load_site(root)
     return assemble_partial(source, list(map_labs(partial(load_lab, source), source.order)))
+
+
+STATIC_DIR = "static"  # content/static/: copied into the site's root as it is
+
+
+def static_files(root: Path, generated: Mapping[str, bytes]) -> dict[str, bytes]:
+    """The files of ``content/static/`` by their path in the site (CNAME, .nojekyll, images),
+    read as they are. A path the build generates itself, or a symbolic link out of content/,
+    is an error naming the file."""
+    folder = Path(root) / STATIC_DIR
+    if not os.path.lexists(folder):
+        return {}
+    problems: list[Diagnostic] = []
+    problem = outside_problem(folder, Path(root), Path(root).parent)
+    if problem is not None:
+        raise ContentError([problem])
+    if not folder.is_dir():
+        raise ContentError([Diagnostic(display_path(folder, Path(root).parent), 1, 1,
+                                       "content/static must be a folder of files to copy into the site")])
+    out: dict[str, bytes] = {}
+    seen: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+        real = os.path.realpath(dirpath)
+        if real in seen:
+            dirnames[:] = []
+            continue
+        seen.add(real)
+        here = Path(dirpath)
+        kept = []
+        for name in sorted(dirnames):
+            problem = outside_problem(here / name, Path(root), Path(root).parent)
+            if problem is not None:
+                problems.append(problem)
+            else:
+                kept.append(name)
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            path = here / name
+            rel = path.relative_to(folder).as_posix()
+            shown = display_path(path, Path(root).parent) if not path.is_symlink() else None
+            problem = outside_problem(path, Path(root), Path(root).parent)
+            if problem is not None:
+                problems.append(problem)
+                continue
+            shown = shown or display_path(path.parent, Path(root).parent) + "/" + name
+            if rel in generated:
+                what = "the build's own marker" if rel.startswith(".labs-build") else "a page or file the build generates"
+                problems.append(Diagnostic(shown, 1, 1, f"{STATIC_DIR}/{rel} would replace {rel}, {what}; "
+                                                        "rename or move it"))
+                continue
+            try:
+                out[rel] = path.read_bytes()
+            except OSError as exc:
+                problems.append(Diagnostic(shown, 1, 1, f"cannot read file: {exc.strerror}"))
+    if problems:
+        raise ContentError(problems)
+    return out

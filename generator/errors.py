@@ -51,6 +51,38 @@ class BuildError(SiteError):
         super().__init__(f"{path}: error: {message}" if path else f"error: {message}")
 
 
+MAX_ERRORS_PER_FILE = 20  # more is noise: 10,000 untagged words would print 10,000 lines
+
+
+@dataclass(frozen=True)
+class MoreErrors:
+    """Stands for the errors of one file left out after the first :data:`MAX_ERRORS_PER_FILE`."""
+
+    path: str
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.path}: … and {self.count} more error{'s' * (self.count != 1)} in this file"
+
+
+def cap_per_file(diagnostics, limit: int = MAX_ERRORS_PER_FILE) -> list["Diagnostic | MoreErrors"]:
+    """The diagnostics to show: at most ``limit`` per file, in order, each file's cut followed by
+    one :class:`MoreErrors` saying how many were left out."""
+    out: list[Diagnostic | MoreErrors] = []
+    shown: dict[str, int] = {}
+    left: dict[str, int] = {}
+    for d in diagnostics:
+        if shown.get(d.path, 0) < limit:
+            shown[d.path] = shown.get(d.path, 0) + 1
+            out.append(d)
+        else:
+            left[d.path] = left.get(d.path, 0) + 1
+    for path, count in left.items():  # right after the file's last shown error
+        last = max(i for i, d in enumerate(out) if isinstance(d, Diagnostic) and d.path == path)
+        out.insert(last + 1, MoreErrors(path, count))
+    return out
+
+
 def display_path(path: Path | str, root: Path | None = None) -> str:
     """A path as an author would type it: relative to the cwd where possible, else to ``root``."""
     p = Path(path)
@@ -62,6 +94,11 @@ def display_path(path: Path | str, root: Path | None = None) -> str:
             return resolved.relative_to(_resolved(os.path.abspath(base))).as_posix()
         except ValueError:
             continue
+        except (OSError, RuntimeError):  # a loop of symbolic links: show the path as written
+            try:
+                return Path(os.path.abspath(p)).relative_to(base.resolve()).as_posix()
+            except ValueError:
+                continue
     return p.as_posix()
 
 

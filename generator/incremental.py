@@ -46,6 +46,7 @@ from generator.content import (
     lab_folders,
     load_lab,
     load_site,
+    static_files,
 )
 from generator.errors import BuildError, ContentError, Diagnostic, display_path
 from generator.kinds import get_kind
@@ -275,6 +276,8 @@ class SiteBuilder:
         inputs = {lab.slug: (lab, keys[lab.slug]) for lab in labs}
         if previous is None or previous.key != key:
             files = renderer.render_all()
+            for warning in renderer.warnings:
+                self.report(warning)
             lab_files: dict[str, list[str]] = {lab.slug: [] for lab in labs}
             for path in files:
                 if path.startswith("labs/"):
@@ -305,6 +308,8 @@ class SiteBuilder:
                 files[f"topics/{topic.slug}/index.html"] = renderer.render_topic(topic)
         if changed:
             files["index.html"] = renderer.render_index()
+        for warning in renderer.warnings:
+            self.report(warning)
         self._rendered = _Rendered(key, inputs, lab_files_now, files)
         return files, changed, len(pages) + len(topics) + bool(changed)
 
@@ -369,6 +374,7 @@ class SiteBuilder:
         self._check_links(pages, content)
         files = dict(pages)
         files[pipeline.MARKER] = pipeline.MARKER_TEXT
+        files.update(static_files(self.content_dir, files))  # content/static/, as it is
         last = self._last_good
         delta = {p for p, d in files.items() if p not in last or (last[p] is not d and last[p] != d)}
         delta |= set(last) - set(files)

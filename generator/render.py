@@ -26,13 +26,15 @@ from markupsafe import Markup
 
 from generator.errors import BuildError, ContentError, Diagnostic, SiteError, display_path
 from generator.kinds import LabKind, get_kind
+from generator.source import outside_problem
 from generator.model import PROGRESS_STORAGE_KEY, Content, Lab, Topic
 
 # The theme that ships inside the package (a non-editable install copies theme/ there), else
 # the one of a source checkout.
 _PACKAGED_THEME = Path(__file__).resolve().parent / "theme"
 _SOURCE_THEME = Path(__file__).resolve().parent.parent / "theme"
-KIND_PARTS = ("widget.html", "question.html")  # a kind's templates; its static/ is read apart
+FIRST_VISIT_BUDGET = 115_000  # bytes, raw: a lab page and the theme files it links to (theme/README.md, "Page weight")
+KIND_PARTS = ("widget.html", "question.html")  # a kind's templates (and any other *.html beside them); static/ apart
 
 
 def default_theme_dir() -> Path:
@@ -125,15 +127,20 @@ class Theme:
     def _files(self) -> dict[str, Path]:
         files: dict[str, Path] = {}
         for kind in self.kinds:
-            for part in KIND_PARTS:
+            parts = {*KIND_PARTS, *(f.name for f in kind.folder.glob("*.html"))}  # + partials its widget includes
+            for part in sorted(parts):
                 if (kind.folder / part).is_file():
                     files[f"kinds/{kind.name}/{part}"] = kind.folder / part
             files.update(_tree(kind.folder / "static", f"kinds/{kind.name}/static/"))
         for top in ("templates", "static"):
             files.update(_tree(self.base / top, f"{top}/"))
-        if self.custom is not None:
+        if self.custom is not None:  # the one folder here an author controls: no links out of it
+            problems: list[Diagnostic] = []
             for top in ("templates", "static", "kinds"):
-                files.update(_tree(self.custom / top, f"{top}/"))
+                if not _escapes(self.custom / top, self.custom, problems):
+                    files.update(_tree(self.custom / top, f"{top}/", self.custom, problems))
+            if problems:
+                raise ContentError(problems)
         return dict(sorted(files.items()))
 
     def _load_template(self, name: str):
@@ -189,16 +196,47 @@ class Theme:
         return self.folder / "templates" / template, 1
 
 
-def _tree(folder: Path, prefix: str) -> dict[str, Path]:
-    """Every file below ``folder`` by ``prefix`` + its relative path (dot-files left out)."""
+def _tree(folder: Path, prefix: str, inside: Path | None = None,
+          problems: list[Diagnostic] | None = None) -> dict[str, Path]:
+    """Every file below ``folder`` by ``prefix`` + its relative path (dot-files left out).
+
+    With ``inside`` (a custom theme folder), symbolic links are followed only while they stay
+    inside it; each one that leads out is left out and reported in ``problems``, naming the link.
+    A folder reached twice (a loop of links) is read once."""
     if not folder.is_dir():
         return {}
-    out = {}
-    for f in folder.rglob("*"):
-        rel = f.relative_to(folder).as_posix()
-        if f.is_file() and not any(part.startswith(".") for part in rel.split("/")):
-            out[prefix + rel] = f
+    out: dict[str, Path] = {}
+    seen: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+        here = Path(dirpath)
+        real = os.path.realpath(here)
+        if real in seen:
+            dirnames[:] = []
+            continue
+        seen.add(real)
+        keep = []
+        for name in sorted(dirnames):
+            if name.startswith("."):
+                continue
+            if inside is not None and _escapes(here / name, inside, problems):
+                continue
+            keep.append(name)
+        dirnames[:] = keep
+        for name in filenames:
+            f = here / name
+            if name.startswith(".") or not f.is_file():
+                continue
+            if inside is not None and _escapes(f, inside, problems):
+                continue
+            out[prefix + f.relative_to(folder).as_posix()] = f
     return out
+
+
+def _escapes(path: Path, inside: Path, problems: list[Diagnostic] | None) -> bool:
+    problem = outside_problem(path, inside) if path.is_symlink() else None
+    if problem is not None and problems is not None:
+        problems.append(problem)
+    return problem is not None
 
 
 def _template_error(path: Path, line: int, message: str) -> ContentError:
@@ -235,6 +273,7 @@ class Renderer:
         self.base_url = (base_url if base_url is not None else self.site.base_url) or ""
         if self.base_url and not self.base_url.endswith("/"):
             self.base_url += "/"
+        self.warnings: list[str] = []  # printed by the build, never fatal
         self.asset_data = theme.assets()
         # Only the concatenated bundles are fingerprinted; other files keep their names.
         self.asset_names = {
@@ -357,7 +396,26 @@ class Renderer:
             prev_lab=prev_lab,
             next_lab=next_lab,
         )
+        self._check_weight(lab, kind, data.embedded, files[path + "index.html"])
         return files
+
+    def _check_weight(self, lab: Lab, kind: LabKind, embedded: Any, html: bytes) -> None:
+        """Warn at the sentence (or whatever the kind names) when a lab page's first visit — the
+        page and the theme files it links to — is over the page budget and that part is at least
+        half the budget: a long first sentence embeds n² numbers per head."""
+        weight = len(html) + sum(len(self.asset_data[name]) for name, url in self.asset_names.items()
+                                 if f'/{url}"'.encode() in html or f'"{url}"'.encode() in html)
+        if weight <= FIRST_VISIT_BUDGET:
+            return
+        part = kind.heavy_part(lab, embedded)
+        if part is None or part[3] * 2 < FIRST_VISIT_BUDGET:
+            return
+        path, line, column, size = part
+        self.warnings.append(
+            f"{display_path(path)}:{line}:{column}: warning: the first visit of labs/{lab.slug}/ weighs "
+            f"{weight / 1000:.0f} KB, over the {FIRST_VISIT_BUDGET // 1000} KB page budget, {size / 1000:.0f} KB "
+            "of it this sentence's numbers (the first sentence's are embedded in the page): shorten it, or put "
+            "a shorter sentence first")
 
     def render_lab(self, lab: Lab, prev_lab: Lab | None, next_lab: Lab | None) -> bytes:
         return self.lab_files(lab, prev_lab, next_lab)[f"labs/{lab.slug}/index.html"]

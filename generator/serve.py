@@ -47,14 +47,28 @@ from generator.errors import (
     BuildError,
     ContentError,
     Diagnostic,
+    MoreErrors,
     SiteError,
+    cap_per_file,
     display_path,
 )
 from generator.incremental import Rebuild, SiteBuilder
 
 log = logging.getLogger(__name__)
 
-CSP = "default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; base-uri 'self'"
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; base-uri 'self'; "
+       "frame-ancestors 'none'")
+# Sent with every response, error responses of the HTTP layer (400, 414, 431, 501) included.
+SECURITY_HEADERS = (
+    ("Cache-Control", "no-store"),
+    ("X-Content-Type-Options", "nosniff"),
+    # The policy the pages are built for, so a mistake in a theme shows up while writing.
+    ("Content-Security-Policy", CSP),
+    ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "no-referrer"),
+)
+REQUEST_TIMEOUT_SECONDS = 10  # a connection that sends nothing for this long is closed
+MAX_CONNECTIONS = 64  # connections served at once (each is a thread); more are closed at once
 PREFIX = "/__labs__/"
 EVENTS_PATH = PREFIX + "events"
 RELOAD_PATH = PREFIX + "reload.js"
@@ -136,7 +150,7 @@ RELOAD_JS = r"""/* labs serve: live reload and the build-error overlay. Never pa
     box.id = OVERLAY_ID;
     box.setAttribute("role", "alert");
     box.setAttribute("aria-label", "Build errors");
-    var n = errors.length;
+    var n = errors.reduce(function (sum, error) { return sum + (error.more || 1); }, 0);
     var head = el("h2", n + (n === 1 ? " error" : " errors") + " in the last build", {
       margin: "0 0 .25rem", font: "bold 16px/1.4 system-ui, sans-serif", color: "#ff8a8e"
     });
@@ -251,7 +265,10 @@ def inject_reload(html: bytes, etag: str) -> bytes:
 
 # -- what is being served ------------------------------------------------------------------
 
-def diagnostic_json(d: Diagnostic) -> dict:
+def diagnostic_json(d: Diagnostic | MoreErrors) -> dict:
+    if isinstance(d, MoreErrors):  # the overlay counts it as the errors it stands for
+        return {"path": d.path, "line": 0, "column": 0, "message": f"… and {d.count} more error"
+                f"{'s' * (d.count != 1)} in this file", "source_line": "", "more": d.count}
     return {"path": d.path, "line": d.line, "column": d.column, "message": d.message, "source_line": d.source_line}
 
 
@@ -325,6 +342,16 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
     server_version = "labs-serve"
     sys_version = ""
+    # HTTP/0.9 answers have no status line and no headers, so not even an error would carry the
+    # security headers: a request line that cannot be read is answered as HTTP/1.0.
+    default_request_version = "HTTP/1.0"
+    timeout = REQUEST_TIMEOUT_SECONDS  # StreamRequestHandler sets it on the socket: no idle connection forever
+
+    def end_headers(self) -> None:
+        """Every response carries the security headers, the HTTP layer's own errors included."""
+        for name, value in SECURITY_HEADERS:
+            self.send_header(name, value)
+        super().end_headers()
 
     def log_message(self, format: str, *args) -> None:
         log.debug("%s %s", self.address_string(), format % args)
@@ -339,10 +366,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("X-Content-Type-Options", "nosniff")
-        # The policy the pages are built for, so a mistake in a theme shows up while writing.
-        self.send_header("Content-Security-Policy", CSP)
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
@@ -399,10 +422,6 @@ class _Handler(BaseHTTPRequestHandler):
         etag = query.get("etag", [""])[0]
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("X-Content-Type-Options", "nosniff")
-        # The policy the pages are built for, so a mistake in a theme shows up while writing.
-        self.send_header("Content-Security-Policy", CSP)
         self.end_headers()
         self.wfile.write(b"retry: 500\n\n")
         seen, last = -1, None
@@ -430,7 +449,26 @@ class _HTTPServer(ThreadingHTTPServer):
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self.live = live
         self.loopback_only = _is_loopback(address[0])
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         super().__init__(address, _Handler)
+
+    def process_request(self, request, client_address) -> None:
+        """One thread per connection, at most :data:`MAX_CONNECTIONS` at once: a flood of
+        half-sent requests cannot grow threads without end (each also times out)."""
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind asks DNS for our own name (socket.getfqdn), which can stall
@@ -754,7 +792,8 @@ class DevServer:
         try:
             result = self.builder.rebuild(batch, map_labs)
         except ContentError as exc:
-            self._fail(what, [diagnostic_json(d) for d in exc.diagnostics], [str(d) for d in exc.diagnostics])
+            shown = cap_per_file(exc.diagnostics)  # at most 20 a file, then "… and N more"
+            self._fail(what, [diagnostic_json(d) for d in shown], [str(d) for d in shown])
             return None
         except BuildError as exc:
             self._fail(what, [build_error_json(exc)], [str(exc)])
@@ -778,10 +817,11 @@ class DevServer:
         self._failing = True
         self._errors_printed = errors
         kept = "still serving the last good site" if self.live.files else "nothing to serve until it builds"
+        total = sum(e.get("more", 1) for e in errors)
         if what == "the site":
-            self.warn(f"{_plural(len(errors), 'error')} in the site; {kept}")
+            self.warn(f"{_plural(total, 'error')} in the site; {kept}")
         else:
-            self.warn(f"changed {what} → {_plural(len(errors), 'error')}; {kept}")
+            self.warn(f"changed {what} → {_plural(total, 'error')}; {kept}")
         for line in lines:
             self.warn(line)
         return

@@ -9,6 +9,7 @@ and every complaint it makes carries the exact ``file:line:col`` of the offendin
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,18 +21,73 @@ from generator.errors import ContentError, Diagnostic, Diagnostics, did_you_mean
 Where = tuple  # a path into a YAML document: keys (str) and indexes (int)
 
 
+def _line_col(text: str, index: int) -> tuple[int, int]:
+    """1-based line and column (in characters) of ``text[index]``."""
+    return text.count("\n", 0, index) + 1, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
 def _diag(path: str, text: str, line: int, column: int, message: str) -> Diagnostic:
     lines = text.splitlines()
     source_line = lines[line - 1] if 0 < line <= len(lines) else ""
     return Diagnostic(path, line, column, message, source_line)
 
 
-def read_text(path: Path, root: Path | None = None, *, allow_empty: bool = False) -> str:
+def link_outside(path: Path, inside: Path) -> tuple[Path, Path | None] | None:
+    """The first symbolic link on the way from ``inside`` down to ``path`` that leads out of
+    ``inside`` (or loops): the link and where it leads (None for a loop); None if every link on
+    the way stays inside. ``path`` is taken as written (below ``inside``), not resolved."""
+    try:
+        boundary = inside.resolve()
+        parts = Path(path).relative_to(inside).parts
+    except (ValueError, OSError, RuntimeError):
+        return None
+    current = Path(inside)
+    for part in parts:
+        current = current / part
+        if current.is_symlink():
+            try:
+                target = current.resolve(strict=False)
+            except (OSError, RuntimeError):  # a loop of links
+                return current, None
+            if not target.is_relative_to(boundary):
+                return current, target
+    return None
+
+
+def _shown_link(link: Path, root: Path | None) -> str:
+    """Like :func:`display_path`, for the link itself (display_path would show where it leads)."""
+    absolute = link.parent.resolve() / link.name
+    for base in (Path.cwd(), root):
+        if base is not None and absolute.is_relative_to(base.resolve()):
+            return absolute.relative_to(base.resolve()).as_posix()
+    return absolute.as_posix()
+
+
+def outside_problem(path: Path, inside: Path, root: Path | None = None) -> Diagnostic | None:
+    """The symlink policy, as a diagnostic naming the link: nothing is read through a link that
+    leads out of the content (or theme) folder ``inside``; links that stay inside are fine."""
+    found = link_outside(path, inside)
+    if found is None:
+        return None
+    link, target = found
+    shown = _shown_link(link, root)
+    if target is None:
+        return Diagnostic(shown, 1, 1, f"{shown} is a symbolic link that loops back on itself")
+    return Diagnostic(shown, 1, 1, f"{shown} is a symbolic link to {display_path(target, root)}, "
+                                   f"outside {display_path(inside, root)}/")
+
+
+def read_text(path: Path, root: Path | None = None, *, allow_empty: bool = False, inside: Path | None = None) -> str:
     """The UTF-8 text of ``path``; a :class:`ContentError` for a missing, unreadable,
-    non-UTF-8 or empty file, or a folder where a file should be."""
+    non-UTF-8 or empty file, or a folder where a file should be. With ``inside`` (the content
+    folder), also for a file reached through a symbolic link that leads out of it."""
     def shown() -> str:  # only when there is an error to report: it resolves the path
         return display_path(path, root)
 
+    if inside is not None:
+        problem = outside_problem(path, inside, root)
+        if problem is not None:
+            raise ContentError([problem])
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -53,6 +109,11 @@ def read_text(path: Path, root: Path | None = None, *, allow_empty: bool = False
             [Diagnostic(shown(), line, column, f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save it as UTF-8")]
         ) from None
     text = text.removeprefix("\ufeff")
+    nul = text.find("\0")
+    if nul >= 0:  # a NUL byte: binary data or a broken save; YAML refuses it, Markdown would hide it
+        line, column = _line_col(text, nul)
+        raise ContentError([_diag(shown(), text, line, column, "a NUL byte (U+0000) is not allowed in a text file; "
+                                                               "remove it")])
     if not allow_empty and not text.strip():
         raise ContentError([Diagnostic(shown(), 1, 1, "file is empty")])
     return text
@@ -191,17 +252,58 @@ def _yaml_syntax_error(exc: yaml.MarkedYAMLError, text: str) -> tuple[int, int, 
     return line, column, f"invalid YAML: {problem}"
 
 
-def load_yaml(path: Path, root: Path | None = None) -> YamlDoc:
-    """Parse ``path`` safely. Raises :class:`ContentError` with the position of any syntax error."""
-    text = read_text(path, root)
+_QUOTED_VALUE = re.compile(r"""\s*(?:-\s+)*(?:[^\s#'"\-][^#]*?:\s+)?(["'])""")
+
+
+def _unclosed_quote(text: str, last_line: int) -> tuple[int, int] | None:
+    """The first line up to ``last_line`` whose value opens a quote that it does not close, as
+    (line, column of the quote). Lesson files write quoted values on one line; libyaml reports
+    an unclosed one where it gave up, often dozens of lines later."""
+    for number, line in enumerate(text.split("\n")[:last_line], start=1):
+        m = _QUOTED_VALUE.match(line)
+        if m is None:
+            continue
+        quote, i = m.group(1), m.end()
+        closed = False
+        while i < len(line):
+            if quote == '"' and line[i] == "\\":
+                i += 2
+                continue
+            if line[i] == quote:
+                if quote == "'" and line[i + 1 : i + 2] == "'":  # '' is an escaped quote
+                    i += 2
+                    continue
+                closed = True
+                break
+            i += 1
+        if not closed:
+            return number, m.start(1) + 1
+    return None
+
+
+def load_yaml(path: Path, root: Path | None = None, *, inside: Path | None = None) -> YamlDoc:
+    """Parse ``path`` safely. Raises :class:`ContentError` with the position of any syntax error
+    (or, with ``inside``, for a file reached through a link out of that folder)."""
+    text = read_text(path, root, inside=inside)
     shown = display_path(path, root)
     try:
         node = yaml.compose(text, Loader=_SAFE_LOADER)
     except yaml.MarkedYAMLError as exc:
         line, column, message = _yaml_syntax_error(exc, text)
+        opened = _unclosed_quote(text, line) if "tab character" not in message else None
+        if opened is not None and opened[0] < line:  # a quote left open earlier ran on to here
+            message = (f"invalid YAML: this quote is not closed on its line (the YAML parser only noticed at "
+                       f"line {line}: {exc.problem or exc.context or 'invalid YAML'})")
+            line, column = opened
         raise ContentError([_diag(shown, text, line, column, message)]) from None
-    except yaml.YAMLError as exc:  # e.g. a control character the reader refuses
-        raise ContentError([_diag(shown, text, 1, 1, f"invalid YAML: {exc}")]) from None
+    except yaml.reader.ReaderError as exc:  # a control character the reader refuses, at its place
+        char = exc.character if isinstance(exc.character, str) else chr(exc.character)
+        at = text.find(char)  # libyaml's position counts bytes; the first such character is the one refused
+        line, column = _line_col(text, at) if at >= 0 else (1, 1)
+        raise ContentError([_diag(shown, text, line, column, f"invalid YAML: the control character "
+                                  f"U+{ord(char):04X} is not allowed; remove it")]) from None
+    except yaml.YAMLError as exc:
+        raise ContentError([_diag(shown, text, 1, 1, f"invalid YAML: {' '.join(str(exc).split())}")]) from None
     doc = YamlDoc(shown, text, None)
     if node is None:
         raise ContentError([_diag(shown, text, 1, 1, "file has no YAML content")])

@@ -61,11 +61,14 @@ def test_output_has_every_page_the_sitemap_robots_and_fingerprinted_assets(proje
     css = [f for f in files if re.fullmatch(r"assets/site\.[0-9a-f]{8}\.css", f)]
     js = [f for f in files if re.fullmatch(r"assets/site\.[0-9a-f]{8}\.js", f)]
     kind = [f for f in files if re.fullmatch(r"assets/kind-attention\.[0-9a-f]{8}\.(css|js)", f)]
+    # Beside each lab page: the fingerprinted files its kind loads on demand, and nothing else.
+    beside = [f for f in files if re.fullmatch(r"labs/(alpha|beta)/[a-z0-9_-]+\.[0-9a-f]{8}\.(js|css)", f)]
     assert len(css) == 1 and len(js) == 1 and len(kind) == 2, files
+    assert {f.split("/")[1] for f in beside} == {"alpha", "beta"}
     assert files == {
         "index.html", "labs/alpha/index.html", "labs/beta/index.html", "topics/basics/index.html",
         "topics/later/index.html", "404.html", "sitemap.xml", "robots.txt", "assets/favicon.svg", MARKER,
-        css[0], js[0], *kind,
+        css[0], js[0], *kind, *beside,
     }
 
 

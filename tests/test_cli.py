@@ -79,7 +79,13 @@ def test_help_through_python_dash_m():
     (["build", "--base-url", "example.org"],
      "labs build: error: argument --base-url: 'example.org' is not an absolute http(s) URL such as "
      "https://example.org/labs/"),
-], ids=["no-command", "unknown-command", "unknown-option", "missing-argument", "bad-base-url"])
+    (["serve", "--port", "99999"],
+     "labs serve: error: argument --port: 99999 is not a port: use 1-65535, or 0 for any free port"),
+    (["serve", "--port", "-5"],
+     "labs serve: error: argument --port: -5 is not a port: use 1-65535, or 0 for any free port"),
+    (["serve", "--port", "80a"], "labs serve: error: argument --port: '80a' is not a port number"),
+], ids=["no-command", "unknown-command", "unknown-option", "missing-argument", "bad-base-url", "port-too-big",
+        "port-negative", "port-not-a-number"])
 def test_usage_errors_exit_2(project, capsys, argv, last_line):
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == []
@@ -173,6 +179,17 @@ def test_build_errors_exit_1_with_one_line(project, capsys):
     assert (project / "site/keep.txt").read_text(encoding="utf-8") == "mine"
 
 
+def test_an_unrepresentable_source_date_epoch_is_one_error(project, capsys, monkeypatch):
+    code, _, _ = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert code == 0
+    before = {p: p.read_bytes() for p in (project / "site").rglob("*") if p.is_file()}
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "99999999999999")
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert code == 1
+    assert err == ["error: SOURCE_DATE_EPOCH=99999999999999 is not a date this machine can represent"]
+    assert {p: p.read_bytes() for p in (project / "site").rglob("*") if p.is_file()} == before
+
+
 @pytest.mark.parametrize("argv, line", [
     (["--content", "nowhere"], "nowhere:1:1: error: content folder not found (run `labs init DIR` to start a site)"),
     (["--theme", "nowhere"], "nowhere: error: theme folder not found"),
@@ -206,3 +223,141 @@ def test_check_reports_the_same_errors_as_build(project, capsys):
         f"content/labs/alpha/details.md:{line}:{column}: error: link to a missing anchor: #faqs",
         "1 error; nothing was written",
     ]
+
+
+# -- the symlink policy for a custom theme ------------------------------------------------------
+
+
+@pytest.mark.parametrize("link, points_to", [
+    ("theme/static/secret.txt", "secret.txt"),
+    ("theme/static/extra", "outside-folder"),
+    ("theme/templates", "outside-folder"),
+], ids=["file", "folder-inside-static", "top-folder"])
+def test_a_theme_link_out_of_the_theme_is_an_error_naming_it(project, capsys, link, points_to):
+    (project / "secret.txt").write_text("not for the site", encoding="utf-8")
+    (project / "outside-folder").mkdir()
+    (project / "outside-folder/secret.css").write_text("body{}", encoding="utf-8")
+    target = project / link
+    if target.exists():
+        shutil.rmtree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.symlink_to(project / points_to)
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert code == 1
+    assert f"{link}:1:1: error: {link} is a symbolic link to {points_to}, outside theme/" in err, err
+    assert not (project / "site").exists()
+
+
+def test_theme_links_that_stay_inside_the_theme_are_published(project, capsys):
+    (project / "theme/shared").mkdir()
+    (project / "theme/shared/robots-extra.txt").write_text("hello", encoding="utf-8")
+    (project / "theme/static").mkdir(exist_ok=True)
+    (project / "theme/static/hello.txt").symlink_to(project / "theme/shared/robots-extra.txt")
+    (project / "theme/static/loop").symlink_to(project / "theme/static")  # a loop: read once, not forever
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert (code, err) == (0, [])
+    assert (project / "site/assets/hello.txt").read_text(encoding="utf-8") == "hello"
+
+
+# -- many errors in one file -------------------------------------------------------------------
+
+
+def _faq_with_mistakes(project: Path, n: int) -> None:
+    (project / "content/labs/alpha/faq.yaml").write_text(
+        "".join(f"- question: Question {i}?\n  answr: no\n" for i in range(n)), encoding="utf-8")
+
+
+def test_errors_are_capped_at_20_per_file_with_one_line_for_the_rest(project, capsys):
+    _faq_with_mistakes(project, 30)  # two mistakes each: an unknown key and a missing answer
+    edit(project / "content/labs/alpha/lab.yaml", "topic: basics", "topic: basic")
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert code == 1
+    faq = [line for line in err if line.startswith("content/labs/alpha/faq.yaml:")]
+    assert len(faq) == 21 and all(": error: " in line for line in faq[:20])
+    assert faq[20] == "content/labs/alpha/faq.yaml: … and 40 more errors in this file"
+    assert any(line.startswith("content/labs/alpha/lab.yaml:") for line in err)  # other files still shown
+    assert err[-1] == "61 errors; nothing was written"  # the count is of every error
+
+
+def test_twenty_errors_in_a_file_print_without_a_more_line(project, capsys):
+    _faq_with_mistakes(project, 10)
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert code == 1 and len(err) == 21 and not any("more error" in line for line in err)
+
+
+def test_a_first_sentence_that_blows_the_page_budget_is_a_warning_at_its_line(project, capsys):
+    words = " ".join(f"w{i}/ADV" for i in range(54))  # 60 words, the most a sentence may have
+    text = edit(project / "content/labs/alpha/lab.yaml", "      text: The cat/NOUN sat/VERB on the mat/NOUN\n",
+                f"      text: The cat/NOUN sat/VERB on the mat/NOUN {words}\n")
+    line, col = where(text, f"text: |The cat/NOUN sat/VERB on the mat/NOUN {words}")
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert (code, err) == (0, [])
+    warnings = [o for o in out if ": warning: " in o]
+    assert len(warnings) == 1, out
+    assert re.fullmatch(rf"content/labs/alpha/lab.yaml:{line}:{col}: warning: the first visit of labs/alpha/ weighs "
+                        r"\d+ KB, over the 115 KB page budget, \d+ KB of it this sentence's numbers \(the first "
+                        r"sentence's are embedded in the page\): shorten it, or put a shorter sentence first",
+                        warnings[0]), warnings[0]
+
+
+def test_a_short_first_sentence_gets_no_weight_warning(project, capsys):
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert code == 0 and not any("warning" in line for line in out + err)
+
+
+# -- content/static/: extra files shipped as they are -----------------------------------------------
+
+
+def test_content_static_is_copied_into_the_site_root_as_it_is(project, capsys):
+    static = project / "content/static"
+    (static / "img").mkdir(parents=True)
+    (static / "CNAME").write_text("labs.example.org\n", encoding="utf-8")
+    (static / ".nojekyll").write_bytes(b"")
+    (static / "img/logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\xff")
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert (code, err) == (0, [])
+    assert (project / "site/CNAME").read_text(encoding="utf-8") == "labs.example.org\n"
+    assert (project / "site/.nojekyll").read_bytes() == b""
+    assert (project / "site/img/logo.png").read_bytes() == b"\x89PNG\r\n\x1a\n\0\xff"
+    (static / "CNAME").write_text("other.example.org\n", encoding="utf-8")  # a rebuild ships the new one
+    assert run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")[0] == 0
+    assert (project / "site/CNAME").read_text(encoding="utf-8") == "other.example.org\n"
+
+
+@pytest.mark.parametrize("rel", ["index.html", "labs/alpha/index.html", ".labs-build", "robots.txt"])
+def test_a_static_file_that_would_replace_a_generated_one_is_an_error(project, capsys, rel):
+    code, _, _ = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    before = {p: p.read_bytes() for p in (project / "site").rglob("*") if p.is_file()}
+    target = project / "content/static" / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("mine", encoding="utf-8")
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert code == 1
+    assert err[0].startswith(f"content/static/{rel}:1:1: error: static/{rel} would replace {rel}, "), err
+    assert {p: p.read_bytes() for p in (project / "site").rglob("*") if p.is_file()} == before
+
+
+def test_a_static_link_out_of_content_is_an_error(project, capsys):
+    (project / "secret.txt").write_text("no", encoding="utf-8")
+    (project / "content/static").mkdir()
+    (project / "content/static/leak.txt").symlink_to(project / "secret.txt")
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert code == 1
+    assert err[0] == ("content/static/leak.txt:1:1: error: content/static/leak.txt is a symbolic link to secret.txt, "
+                      "outside content/"), err
+
+
+def test_output_cut_short_by_the_reader_is_not_a_traceback(monkeypatch):
+    """`labs kinds | head -c 1`: the reader has gone; the command stops quietly (exit 1), no traceback."""
+    import os
+
+    from generator.cli import main
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will read: the first write fails with EPIPE
+    out = os.fdopen(write_end, "w")
+    monkeypatch.setattr("sys.stdout", out)
+    try:
+        assert main(["kinds"]) == 1
+    finally:
+        out.close()

@@ -282,15 +282,57 @@ def test_every_mistake_of_a_run_is_reported_together(project, capsys):
     assert (code, err) == (1, expected + ["3 errors; nothing was written"])
 
 
-def test_a_symlink_cannot_lead_out_of_the_lab_folder(project, capsys):
-    (project / "secret.md").write_text("Outside the content.\n", encoding="utf-8")
+# -- one symlink policy: nothing outside content/ is read, links that stay inside are fine -----------
+
+
+def _link_out(project: Path, rel: str) -> Path:
+    """Move ``rel`` (a file or folder of the content) out of content/ and leave a link to it."""
+    inside, outside = project / rel, project / "elsewhere" / Path(rel).name
+    outside.parent.mkdir(exist_ok=True)
+    shutil.move(inside, outside)
+    inside.symlink_to(outside, target_is_directory=outside.is_dir())
+    return outside
+
+
+@pytest.mark.parametrize("rel", [
+    "content/site.yaml", "content/labs/attention", "content/labs", f"{LAB}lab.yaml", f"{LAB}quiz.yaml",
+    f"{LAB}faq.yaml", f"{LAB}gist.md",
+], ids=["site.yaml", "lab-folder", "labs-folder", "lab.yaml", "quiz.yaml", "faq.yaml", "markdown"])
+def test_a_symlink_out_of_content_is_an_error_naming_the_link(project, capsys, rel):
+    outside = _link_out(project, rel)
+    code, err = build(capsys)
+    assert code == 1
+    assert f"{rel}:1:1: error: {rel} is a symbolic link to elsewhere/{outside.name}, outside content/" in err, err
+    assert not (project / "site").exists()
+
+
+def test_a_symlink_loop_in_content_is_an_error_not_a_hang(project, capsys):
     gist = project / LAB / "gist.md"
     gist.unlink()
-    gist.symlink_to(project / "secret.md")
-    lab_yaml = (project / LAB / "lab.yaml").read_text(encoding="utf-8")
-    line, column = position(lab_yaml, "file: |gist.md")
+    gist.symlink_to(gist)
     code, err = build(capsys)
-    assert (code, err) == (1, [f"{LAB}lab.yaml:{line}:{column}: error: path 'gist.md' points outside "
+    assert code == 1
+    assert f"{LAB}gist.md:1:1: error: {LAB}gist.md is a symbolic link that loops back on itself" in err, err
+
+
+def test_symlinks_that_stay_inside_content_are_followed(project, capsys):
+    shared = project / "content/shared"
+    shared.mkdir()
+    shutil.move(project / LAB / "gist.md", shared / "gist.md")
+    (project / LAB / "gist.md").symlink_to("../../shared/gist.md")
+    shutil.move(project / LAB / "faq.yaml", shared / "faq.yaml")
+    (project / LAB / "faq.yaml").symlink_to(shared / "faq.yaml")  # absolute, and still inside
+    code, err = build(capsys)
+    assert (code, err) == (0, [])
+
+
+def test_a_dotdot_path_in_lab_yaml_is_still_refused_at_its_line(project, capsys):
+    lab = project / LAB / "lab.yaml"
+    text = lab.read_text(encoding="utf-8").replace("file: gist.md", "file: ../../site.yaml", 1)
+    lab.write_text(text, encoding="utf-8")
+    line, column = position(text, "file: |../../site.yaml")
+    code, err = build(capsys)
+    assert (code, err) == (1, [f"{LAB}lab.yaml:{line}:{column}: error: path '../../site.yaml' points outside "
                                "content/labs/attention/", "1 error; nothing was written"])
 
 
@@ -381,3 +423,82 @@ def test_every_author_facing_pattern_is_linear_time(name):
     except (ContentError, MarkdownLimit):
         pass  # refused with an error is as good as read
     assert time.perf_counter() - started < 0.5, f"{name}: 100 KB took {time.perf_counter() - started:.1f} s"
+
+
+# -- positions: where the mistake is, not where a parser gave up ------------------------------------
+
+
+def _write_lines(path: Path, edit_line) -> list[str]:
+    lines = path.read_text(encoding="utf-8").split("\n")
+    edit_line(lines)
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return lines
+
+
+@pytest.mark.parametrize("file", [f"{LAB}quiz.yaml", f"{LAB}gist.md"], ids=["yaml", "markdown"])
+def test_a_nul_byte_is_one_line_at_its_place(project, capsys, file):
+    lines = (project / file).read_text(encoding="utf-8").split("\n")
+    row = next(i for i, line in enumerate(lines) if len(line) > 12 and not line.startswith("#"))
+    lines[row] = lines[row][:10] + "\0" + lines[row][10:]
+    (project / file).write_text("\n".join(lines), encoding="utf-8")
+    code, err = build(capsys)
+    assert (code, err) == (1, [f"{file}:{row + 1}:11: error: a NUL byte (U+0000) is not allowed in a text file; "
+                               "remove it", "1 error; nothing was written"])
+
+
+def test_a_control_character_in_yaml_is_reported_at_its_place(project, capsys):
+    quiz = project / LAB / "quiz.yaml"
+    text = quiz.read_text(encoding="utf-8").replace("questions:\n", "questions:\n# é\x07\n", 1)
+    quiz.write_text(text, encoding="utf-8")
+    line, column = position(text, "# é|\x07")
+    code, err = build(capsys)
+    assert (code, err) == (1, [f"{LAB}quiz.yaml:{line}:{column}: error: invalid YAML: the control character U+0007 "
+                               "is not allowed; remove it", "1 error; nothing was written"])
+
+
+@pytest.mark.parametrize("quote", ['"', "'"], ids=["double", "single"])
+def test_an_unclosed_quote_is_reported_at_the_quote_not_at_the_end_of_the_file(project, capsys, quote):
+    lab = project / LAB / "lab.yaml"
+    text = lab.read_text(encoding="utf-8")
+    first = next(line for line in text.split("\n") if line.startswith("title: "))
+    text = text.replace(first, f"title: {quote}Attention", 1)
+    lab.write_text(text, encoding="utf-8")
+    line, column = position(text, f"title: |{quote}Attention")
+    code, err = build(capsys)
+    assert code == 1
+    assert err[0].startswith(f"{LAB}lab.yaml:{line}:{column}: error: invalid YAML: this quote is not closed on its "
+                             "line (the YAML parser only noticed at line "), err
+
+
+def test_a_quote_left_open_at_the_end_of_a_file_is_reported_at_the_quote(project, capsys):
+    faq = project / LAB / "faq.yaml"
+    text = faq.read_text(encoding="utf-8") + '- question: "Unclosed?\n  answer: yes\n'
+    faq.write_text(text, encoding="utf-8")
+    line, column = position(text, 'question: |"Unclosed?')
+    code, err = build(capsys)
+    assert (code, err) == (1, [f"{LAB}faq.yaml:{line}:{column}: error: invalid YAML: this quoted value is never closed",
+                               "1 error; nothing was written"])
+
+
+def test_a_raw_html_id_clash_in_markdown_is_blamed_on_the_markdown_line(project, capsys):
+    gist = project / LAB / "gist.md"
+    text = gist.read_text(encoding="utf-8") + '\nMore.\n\n<h2 id="quiz">Clash</h2>\n'
+    gist.write_text(text, encoding="utf-8")
+    line, column = position(text, '<h2 |id="quiz">')
+    code, err = build(capsys)
+    assert (code, err) == (1, [f"{LAB}gist.md:{line}:{column}: error: id 'quiz' is used twice on "
+                               "labs/attention/index.html; links to #quiz would land on the first",
+                               "1 error; nothing was written"])
+
+
+def test_a_checkpoint_folder_without_weights_is_an_error_at_its_lab_yaml_line(project, capsys):
+    (project / "empty-model").mkdir()
+    lab = project / LAB / "lab.yaml"
+    text = lab.read_text(encoding="utf-8").replace("  cache: real-heads.json\n",
+                                                   "  cache: real-heads.json\n  checkpoint: ../../../empty-model\n", 1)
+    lab.write_text(text, encoding="utf-8")
+    line, column = position(text, "checkpoint: |../../../empty-model")
+    code, err = build(capsys)
+    assert (code, err) == (1, [f"{LAB}lab.yaml:{line}:{column}: error: checkpoint empty-model/ cannot be used: "
+                               "empty-model/model.safetensors: model.safetensors not found",
+                               "1 error; nothing was written"])

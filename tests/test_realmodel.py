@@ -56,16 +56,23 @@ def test_shipped_cache_builds_without_a_checkpoint(project, capsys):
     real = data["real"]
     assert real["model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert (real["layers"], real["heads"]) == (6, 12)
-    assert real["sentence_ids"] == ["animal", "cat-mat", "decoder"]  # the cross pair is not a sentence
-    script = (project / "site/labs/attention" / real["src"]).read_text(encoding="utf-8")
+    assert real["sentence_ids"] == ["animal", "animal-wide", "cat-mat", "decoder"]  # the cross pair is not a sentence
+    assert sorted(real["srcs"]) == real["sentence_ids"]  # one script per sentence, fetched when asked for
     assert "real-heads" not in page.split('id="lab-data"')[0]  # not loaded by the page itself
-    sentences = json.loads(script.removeprefix("(window.Labs=window.Labs||{}).realHeads=").removesuffix(";\n"))
+    sentences = {}
+    for sid, src in real["srcs"].items():
+        assert re.fullmatch(rf"real-heads-{sid}\.[0-9a-f]{{8}}\.js", src)
+        script = (project / "site/labs/attention" / src).read_text(encoding="utf-8")
+        prefix = f"((window.Labs=window.Labs||{{}}).realHeads=window.Labs.realHeads||{{}})[{json.dumps(sid)}]="
+        sentences[sid] = json.loads(script.removeprefix(prefix).removesuffix(";\n"))
     for entry in sentences.values():
         for layer in entry["attention"]:
             for head in layer:
                 assert all(sum(row) == 1000 for row in head)
-    assert set(sentences) == {"animal", "cat-mat", "decoder"}  # finder-only sentences are scored, not shipped
-    kinds = {r["relation"]: r for r in real["finder"]}
+    assert set(sentences) == {"animal", "animal-wide", "cat-mat", "decoder"}  # finder-only sentences are scored, not shipped
+    finder = (project / "site/labs/attention" / real["finder_src"]).read_text(encoding="utf-8")  # loaded with the model view
+    finder = json.loads(finder.removeprefix("(window.Labs=window.Labs||{}).headFinder=").removesuffix(";\n"))
+    kinds = {r["relation"]: r for r in finder}
     assert set(kinds) == {"adjective", "coreference", "determiner", "object", "previous", "subject"}
     for report in kinds.values():  # issue 11: at least 12 labelled pairs over at least 8 sentences
         assert report["count"] >= 12 and report["sentences"] >= 8, report["relation"]
@@ -106,11 +113,11 @@ def test_labs_heads_fills_the_cache_and_the_build_uses_it(project, capsys, check
     (project / LAB / "real-heads.json").unlink()
     code, out, err = run(capsys, "heads", "--model", str(checkpoint))
     assert (code, err) == (0, [])
-    assert out == [f"{LAB}/real-heads.json: 17 of 17 sentences computed, the rest already cached"]
+    assert out == [f"{LAB}/real-heads.json: 18 of 18 sentences computed, the rest already cached"]
     cache = json.loads((project / LAB / "real-heads.json").read_text(encoding="utf-8"))
     assert list(cache["entries"]) == [_sha256(checkpoint / "model.safetensors")]
     code, out, err = run(capsys, "heads", "--model", str(checkpoint))
-    assert out == [f"{LAB}/real-heads.json: 0 of 17 sentences computed, the rest already cached"]
+    assert out == [f"{LAB}/real-heads.json: 0 of 18 sentences computed, the rest already cached"]
     code, _, err = run(capsys, "build")
     assert (code, err) == (0, [])
     page = (project / "site/labs/attention/index.html").read_text(encoding="utf-8")
@@ -122,7 +129,7 @@ def test_build_with_a_checkpoint_computes_uncached_sentences_and_says_so(project
     code, out, err = run(capsys, "build", "--model", str(checkpoint))
     assert (code, err) == (0, [])
     notes = [line for line in out if line.startswith("note:")]
-    assert len(notes) == 17 and all("labs heads --model" in n for n in notes)  # 3 widget + 14 finder sentences
+    assert len(notes) == 18 and all("labs heads --model" in n for n in notes)  # 4 widget + 14 finder sentences
     cache = json.loads((project / LAB / "real-heads.json").read_text(encoding="utf-8"))
     assert _sha256(checkpoint / "model.safetensors") not in cache["entries"]  # build never writes content/
 
@@ -177,3 +184,20 @@ def test_labs_attention_errors_are_one_line_and_exit_1(project, capsys, checkpoi
     code, out, err = run(capsys, *argv)
     assert code == 1 and out == []
     assert len(err) == 1 and message in err[0], err
+
+
+@pytest.mark.parametrize("json_flag", [["--json"], []], ids=["json", "table"])
+def test_labs_attention_on_a_nan_checkpoint_is_one_error_not_bare_nan(project, capsys, checkpoint, tmp_path, json_flag):
+    from generator.attention.safetensors_io import load_safetensors, save_safetensors
+
+    poisoned = tmp_path / "nan-model"
+    shutil.copytree(checkpoint, poisoned)
+    tensors = load_safetensors(poisoned / "model.safetensors")
+    name = "encoder.layer.0.attention.self.query.weight"
+    tensors[name] = tensors[name].copy()
+    tensors[name].flat[0] = float("nan")
+    save_safetensors(poisoned / "model.safetensors", tensors)
+    code, out, err = run(capsys, "attention", "--model", str(poisoned), *json_flag, "The cat sat")
+    assert code == 1 and out == [], out  # never a bare NaN on stdout, which no JSON reader accepts
+    assert len(err) == 1 and f"tensor '{name}' holds NaN or infinite values" in err[0], err
+    assert "Traceback" not in "\n".join(err)

@@ -609,3 +609,105 @@ def test_the_mirror_writes_only_the_files_that_changed(tmp_path):
         settle(first)
     finally:
         mirror.close()
+
+
+def test_the_overlay_caps_errors_per_file_and_counts_them_all(tmp_path):
+    from generator.serve import DevServer
+
+    content = copy_content(tmp_path)
+    (content / "labs/attention/faq.yaml").write_text(
+        "".join(f"- question: Question {i}?\n  answr: no\n" for i in range(30)), encoding="utf-8")
+    warned: list[str] = []
+    server = DevServer(content, THEME, None, report=lambda _: None, warn=warned.append)
+    assert server._run_build(None) is None
+    errors = server.live.errors
+    assert len(errors) == 21
+    assert errors[-1]["message"] == "… and 40 more errors in this file" and errors[-1]["more"] == 40
+    assert errors[-1]["path"].endswith("labs/attention/faq.yaml")
+    assert warned[0].startswith("60 errors in the site")
+    assert len(warned) == 22 and warned[-1].endswith("faq.yaml: … and 40 more errors in this file")
+
+
+# -- the HTTP layer under abuse: timeouts, a bounded number of threads, headers on every answer -------
+
+SECURITY = {"cache-control": "no-store", "x-content-type-options": "nosniff", "content-security-policy": CSP,
+            "x-frame-options": "DENY", "referrer-policy": "no-referrer"}
+
+
+@pytest.fixture
+def http_server(monkeypatch):
+    """The server in this process on 127.0.0.1 (a free port), serving two small files."""
+    from generator import serve as serve_module
+
+    monkeypatch.setattr(serve_module._Handler, "timeout", 0.5)
+    live = serve_module.LiveSite()
+    live.publish({"index.html": b"<html><body>hi</body></html>", "404.html": b"<html><body>no</body></html>"})
+    server = serve_module._HTTPServer(("127.0.0.1", 0), live)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+def _exchange(server, data: bytes, wait: float = 5) -> bytes:
+    with socket.create_connection(server.server_address[:2], timeout=wait) as s:
+        s.sendall(data)
+        out = b""
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                chunk = s.recv(65536)
+            except (ConnectionResetError, TimeoutError):
+                break
+            if not chunk:
+                break
+            out += chunk
+    return out
+
+
+def _headers(response: bytes) -> tuple[int, dict[str, str]]:
+    head = response.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+    return int(head[0].split(" ")[1]), {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in head[1:])}
+
+
+@pytest.mark.parametrize("request_bytes, status", [
+    (b"GARBAGE\r\n\r\n", 400),
+    (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\nHost: localhost\r\n\r\n", 414),
+    (b"GET / HTTP/1.1\r\nHost: localhost\r\n" + b"X-A: b\r\n" * 120 + b"\r\n", 431),
+    (b"BREW / HTTP/1.1\r\nHost: localhost\r\n\r\n", 501),
+    (b"GET / HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n", 400),
+    (b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", 200),
+], ids=["bad-request-line", "uri-too-long", "too-many-headers", "unknown-method", "foreign-host", "ok"])
+def test_every_response_carries_the_security_headers(http_server, request_bytes, status):
+    got, headers = _headers(_exchange(http_server, request_bytes))
+    assert got == status
+    assert {k: headers.get(k) for k in SECURITY} == SECURITY
+
+
+def test_an_idle_or_half_sent_connection_is_closed_after_the_timeout(http_server):
+    started = time.monotonic()
+    assert _exchange(http_server, b"GET / HTTP/1.1\r\nHost: loc", wait=10) == b""  # closed, no answer
+    assert time.monotonic() - started < 5
+
+
+def test_connections_beyond_the_limit_are_closed_and_the_threads_stay_bounded(http_server):
+    http_server._slots = threading.BoundedSemaphore(3)
+    before = threading.active_count()
+    idle = [socket.create_connection(http_server.server_address[:2], timeout=5) for _ in range(3)]
+    try:
+        for s in idle:
+            s.sendall(b"GET / HTTP/1.1\r\n")  # half-sent: each holds a thread until its timeout
+        time.sleep(0.1)
+        assert _exchange(http_server, b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n", wait=2) == b""  # turned away
+        assert threading.active_count() <= before + 3
+    finally:
+        for s in idle:
+            s.close()
+    for _ in range(50):  # the slots free up once the idle connections time out
+        got = _exchange(http_server, b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", wait=2)
+        if got:
+            break
+        time.sleep(0.1)
+    assert _headers(got)[0] == 200

@@ -108,6 +108,16 @@ def test_defaults_when_heads_and_default_are_left_out(tmp_path):
     assert (spec.default_sentence, spec.default_head, spec.default_query) == ("a", "syntax", 0)
 
 
+def test_a_sentence_opens_on_its_query_word(tmp_path):
+    spec, errors = read(tmp_path, "widget:\n  prompt: Hi.\n  sentences:\n"
+                                  "    - id: a\n      text: The cat/NOUN sat/VERB\n      query: sat\n"
+                                  "    - id: b\n      text: the cat/NOUN saw/VERB the dog/NOUN\n      query: the#2\n")
+    assert errors == []
+    assert [s.query for s in spec.sentences] == [2, 3]
+    assert (spec.default_sentence, spec.default_query) == ("a", 2)  # the first sentence's word, with no default
+    assert [s["query"] for s in compute_widget(spec)["sentences"]] == [2, 3]
+
+
 def test_an_absent_widget_is_none_without_an_error(tmp_path):
     assert read(tmp_path, "title: x\n") == (None, [])
 
@@ -216,6 +226,16 @@ ERROR_CASES = {
         "    - id: cat-mat\n      text: The cat/NOUN sat/VERB\n",
         ["lab.yaml:3:23: error: unknown sentence 'cat-mta' (did you mean 'cat-mat'?); sentences: cat-mat"],
     ),
+    "sentence-unknown-query": (
+        "widget:\n  prompt: Hi.\n  sentences:\n"
+        "    - id: cat-mat\n      text: The cat/NOUN sat/VERB\n      query: sits\n",
+        ["lab.yaml:6:14: error: no word 'sits' in the sentence; words: The cat sat"],
+    ),
+    "sentence-ambiguous-query": (
+        "widget:\n  prompt: Hi.\n  sentences:\n"
+        "    - id: a\n      text: the cat/NOUN saw/VERB the dog/NOUN\n      query: the\n",
+        ["lab.yaml:6:14: error: 'the' occurs 2 times in the sentence; say which with the#1 … the#2"],
+    ),
     "default-unknown-query": (
         "widget:\n  prompt: Hi.\n  default: {sentence: cat-mat, query: sits}\n  sentences:\n"
         "    - id: cat-mat\n      text: The cat/NOUN sat/VERB\n",
@@ -288,8 +308,9 @@ def test_payload_follows_the_documented_contract(example):
         assert len(h["o_dims"]) == len(h["v_dims"]) and set(h["o_dims"]) <= set(payload["residual_dims"])
         assert len(h["q_dims"]) == len(h["k_dims"])
     for s in payload["sentences"]:
-        assert set(s) == {"id", "label", "kind", "note", "queries", "keys", "key_label", "roles_q", "roles_k", "residual",
-                          "heads"}
+        assert set(s) == {"id", "label", "kind", "note", "queries", "keys", "key_label", "query", "roles_q", "roles_k",
+                          "residual", "heads"}
+        assert 0 <= s["query"] < len(s["queries"])
         n_q, n_k = len(s["queries"]), len(s["keys"])
         assert len(s["roles_q"]) == n_q and len(s["roles_k"]) == n_k
         assert list(s["heads"]) == list(spec.head_ids)

@@ -17,11 +17,14 @@ A kind's package folder (``LabKind.folder``) holds its page parts:
 ``widget.html``       the template partial included in the lab page's "Try it" section
                       (rendered with ``lab``, ``kind`` and the usual page helpers);
 ``question.html``     optional: the partial for the kind's own quiz question types;
+``*.html``            optional: more partials that these include as ``kinds/<name>/<file>``;
 ``static/*.js``       its script: classic scripts, minified and concatenated in name order
                       into ``assets/kind-<name>.<hash>.js``, loaded only by its labs' pages;
 ``static/*.css``      likewise into ``assets/kind-<name>.<hash>.css``.
 
-A theme overrides any of them file by file at ``theme/kinds/<name>/…``.
+A theme overrides any of them file by file at ``theme/kinds/<name>/…``. Files a kind reads
+itself (e.g. scripts it writes beside a page, from its ``static/later/``) are its own business
+and not part of the theme.
 """
 
 from __future__ import annotations
@@ -137,6 +140,12 @@ class LabKind:
     def page(self, lab: Lab, payload: Any) -> PageData:
         """What the lab page embeds and what it may load later. Default: embed everything."""
         return PageData(payload)
+
+    def heavy_part(self, lab: Lab, embedded: Any) -> tuple[Path, int, int, int] | None:
+        """The part of ``embedded`` (what :meth:`page` embeds) an author controls and that can
+        grow without bound: the file, line and column where it is written, and its bytes. The
+        build warns there when the page's first visit is over budget because of it. None: none."""
+        return None
 
     def jsonld_question_type(self, qtype: str) -> str:
         """schema.org ``eduQuestionType`` of one of the kind's question types."""

@@ -8,6 +8,9 @@ The NumPy it runs is in :mod:`generator.attention`, which knows nothing of YAML 
 
 from __future__ import annotations
 
+import json
+import re
+
 import argparse
 import html
 from collections.abc import Mapping, Sequence
@@ -17,10 +20,11 @@ from typing import Any
 
 from generator.errors import ContentError, Diagnostic, did_you_mean
 from generator.kinds import Computed, KindQuestion, LabKind, PageData
+from generator.kinds.attention.own import own_script
 from generator.kinds.attention.realmodel import ModelSpec, compute_real, read_model
 from generator.kinds.attention.widget import WidgetSpec, check_claims, compute_widget, read_widget, read_word, top_keys
 from generator.model import Lab, Option
-from generator.render import lazy_script
+from generator.render import fingerprint, json_for_script, lazy_script
 from generator.source import Reader
 
 # Fields of the computed payload that the page's script never reads stay out of the page.
@@ -88,6 +92,9 @@ class AttentionKind(LabKind):
     def compute(self, lab: Lab, options: Mapping[str, Any]) -> Computed:
         spec: AttentionSpec = lab.spec
         payload = compute_widget(spec.widget)
+        from generator.attention.scaling import payload as sqrt_demo  # the ÷√d demo: sqrt.html, static/70-sqrt.js
+
+        payload["sqrt"] = sqrt_demo()
         problems = check_claims(spec.widget, payload) + _check_word_questions(lab, payload)
         notes: list[str] = []
         if spec.model is not None:
@@ -106,29 +113,86 @@ class AttentionKind(LabKind):
         return data, (spec.model.cache,) if spec.model is not None else ()
 
     def page(self, lab: Lab, payload: dict) -> PageData:
-        """The default sentence's numbers are embedded; the other sentences' and the real model's
-        (72 heads per sentence, most of a lab's data, which most visits never open) are scripts
-        beside the page that the spotlight adds with ``<script src>`` when asked for."""
+        """What the first paint needs is embedded: every sentence's words, and the default
+        sentence's weights and percentages. The rest are scripts beside the page that the spotlight
+        adds with ``<script src>`` when asked for or scrolled near: every sentence's full numbers
+        (the four moves' vectors, scores and residuals; ``sentences.js``), the real model's
+        attention (72 heads per sentence; ``real-heads.js``), the head finder's report
+        (``finder.js``) and the spotlight's own code for the four moves, the model view's finder
+        and the figure download (``spotlight-more.js``)."""
         payload = dict(payload)
         files: dict[str, bytes] = {}
         default = payload["default"]["sentence"]
-        payload["sentences"] = [{k: v for k, v in s.items() if k not in _UNREAD_SENTENCE_FIELDS}
-                                for s in payload["sentences"]]
-        # A later sentence's residual vectors (move 4) travel with its heads, inside its first head.
+        sentences = [{k: v for k, v in s.items() if k not in _UNREAD_SENTENCE_FIELDS} for s in payload["sentences"]]
+        # A sentence's residual vectors (move 4) travel with its heads, inside its first head.
         first = payload["heads"][0]["id"]
-        later = {s["id"]: {**s["heads"], first: {**s["heads"][first], "residual": s["residual"]}}
-                 for s in payload["sentences"] if s["id"] != default}
-        if later:
-            name, files[name] = lazy_script("sentences.js", "sentenceHeads", later)
-            payload["sentences"] = [s if s["id"] == default else {**{k: v for k, v in s.items() if k != "residual"},
-                                                                   "heads": None} for s in payload["sentences"]]
-            payload["lazy"] = {"src": name, "ids": sorted(later)}
+        full = {s["id"]: {**s["heads"], first: {**s["heads"][first], "residual": s["residual"]}} for s in sentences}
+        name, files[name] = lazy_script("sentences.js", "sentenceHeads", full)
+        payload["lazy"] = {"src": name, "ids": sorted(full)}
+        payload["sentences"] = [
+            {**{k: v for k, v in s.items() if k not in ("residual", "heads")},
+             "heads": {hid: _first_paint(H, s["kind"]) for hid, H in s["heads"].items()} if s["id"] == default else None}
+            for s in sentences]
+        # What the four moves alone read of each head (its dimensions, its bias explained) and the
+        # residual stream's dimensions: a script of their own, loaded with the moves.
+        details = {"heads": {m["id"]: {k: m[k] for k in _DETAIL_FIELDS} for m in payload["heads"]},
+                   "residual_dims": payload.pop("residual_dims")}
+        name, files[name] = lazy_script("head-details.js", "headDetails", details)
+        payload["details"] = {"src": name}
+        payload["heads"] = [{k: v for k, v in m.items() if k not in _DETAIL_FIELDS} for m in payload["heads"]]
         real = payload.get("real")
         if real:
-            name, files[name] = lazy_script("real-heads.js", "realHeads", real["sentences"])
-            summary = {key: value for key, value in real.items() if key not in ("sentences", "sha256", "per_mille")}
-            payload["real"] = {**summary, "src": name, "sentence_ids": sorted(real["sentences"])}
+            # One script per sentence: opening the model view on a sentence fetches that sentence's
+            # 72 heads only (each script adds its sentence to window.Labs.realHeads).
+            srcs = {}
+            for sid, heads in sorted(real["sentences"].items()):
+                script = (f"((window.Labs=window.Labs||{{}}).realHeads=window.Labs.realHeads||{{}})"
+                          f"[{json_for_script(sid)}]={json_for_script(heads)};\n").encode()
+                srcs[sid] = fingerprint(f"real-heads-{sid}.js", script)
+                files[srcs[sid]] = script
+            summary = {key: value for key, value in real.items() if key not in ("sentences", "sha256", "per_mille", "finder")}
+            payload["real"] = {**summary, "srcs": srcs, "sentence_ids": sorted(real["sentences"])}
+            if real.get("finder"):
+                payload["real"]["finder_src"], script = lazy_script("finder.js", "headFinder", real["finder"])
+                files[payload["real"]["finder_src"]] = script
+        more = _more_script()
+        payload["more"] = {"src": more[0]}
+        files[more[0]] = more[1]
+        # "Your sentence" (issue 10): the designed model in JavaScript, its tables and its UI (own.py).
+        name, files[name] = own_script()
+        payload["own"] = {"src": name}
+        if "sqrt" in payload:  # the ÷√d demo: its code and numbers load when it nears the screen
+            from generator.kinds.attention.sqrtdemo import lazy_demo
+
+            payload["sqrt"] = lazy_demo(payload["sqrt"], files)
         return PageData(payload, files)
+
+    def heavy_part(self, lab: Lab, embedded: Any) -> tuple[Path, int, int, int] | None:
+        """The first sentence: its numbers are the ones embedded in the page (n² per head)."""
+        default = lab.spec.widget.default_sentence
+        sentence = next((s for s in embedded.get("sentences", ()) if s.get("id") == default), None)
+        if sentence is None:
+            return None
+        size = len(json.dumps(sentence, separators=(",", ":"), ensure_ascii=False).encode())
+        path, line, column = self._sentence_at(lab, default)
+        return path, line, column, size
+
+    @staticmethod
+    def _sentence_at(lab: Lab, default: str) -> tuple[Path, int, int]:
+        """Where the sentence ``default``'s text is written in lab.yaml (its top if not found)."""
+        path = lab.source_dir / "lab.yaml"
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            return path, 1, 1
+        for i, line in enumerate(lines):
+            if re.fullmatch(rf"\s*(?:-\s+)?id:\s*['\"]?{re.escape(default)}['\"]?\s*", line):
+                for j in range(i + 1, min(i + 20, len(lines))):
+                    m = re.match(r"\s*text:\s*", lines[j])
+                    if m:
+                        return path, j + 1, m.end() + 1
+                return path, i + 1, 1
+        return path, 1, 1
 
     def scaffold(self, slug: str, title: str) -> Mapping[str, str]:
         return {"lab.yaml": LAB_YAML, "questions": QUESTIONS}
@@ -142,6 +206,29 @@ class AttentionKind(LabKind):
         from generator.kinds.attention.commands import add_commands
 
         add_commands(subparsers)
+
+
+# What the first paint reads of the default sentence's heads; the rest comes with sentences.js.
+_FIRST_PAINT_FIELDS = ("weights", "weights_unscaled", "pct", "pct_unscaled")
+# What only the four moves read of a head's description (head-details.js).
+_DETAIL_FIELDS = ("q_dims", "k_dims", "v_dims", "o_dims", "bias")
+
+
+def _first_paint(head: dict, kind: str) -> dict:
+    """A head as the page embeds it: the rows the spotlight paints, ``scores`` only where null
+    marks a masked key (a causal sentence), and ``bias`` as 1 or null (whether the head adds one;
+    the matrix comes with the rest)."""
+    fields = _FIRST_PAINT_FIELDS + (("scores",) if kind == "causal" else ())
+    return {**{k: head[k] for k in fields}, "bias": 1 if head.get("bias") else None}
+
+
+def _more_script() -> tuple[str, bytes]:
+    """static/later/spotlight-more.js, minified and fingerprinted: code the spotlight loads on demand."""
+    import rjsmin
+
+    script = rjsmin.jsmin((Path(__file__).parent / "static" / "later" / "spotlight-more.js").read_text(encoding="utf-8"))
+    data = (script + "\n").encode()
+    return fingerprint("spotlight-more.js", data), data
 
 
 def _check_word_questions(lab: Lab, payload: dict) -> list[Diagnostic]:

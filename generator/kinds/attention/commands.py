@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from generator.attention import teaching
 from generator.attention.bert import load_model, run_sentence
 from generator.attention.realheads import largest_remainder
-from generator.errors import BuildError, display_path
+from generator.errors import BuildError, did_you_mean, display_path
 
 
 def add_commands(sub: Any) -> None:
@@ -28,20 +30,102 @@ def add_commands(sub: Any) -> None:
     h.add_argument("--lab", action="append", metavar="SLUG", help="only this lab (repeatable)")
     h.set_defaults(func=cmd_heads)
 
-    a = sub.add_parser("attention", help="print a pretrained model's attention for a sentence",
+    a = sub.add_parser("attention", help="print a pretrained model's (or the designed heads') attention for a sentence",
                        description="Run a BERT-family checkpoint from a local folder (config.json, model.safetensors, "
-                                   "vocab.txt) through our NumPy forward pass and print its attention.")
+                                   "vocab.txt) through our NumPy forward pass and print its attention. With --designed, "
+                                   "print the designed heads' ÷√d weights for a tagged sentence (as in lab.yaml) instead.")
     a.add_argument("sentence", metavar="SENTENCE")
-    a.add_argument("--model", type=Path, required=True, metavar="DIR", help="local checkpoint folder")
+    a.add_argument("--model", type=Path, default=None, metavar="DIR", help="local checkpoint folder (required without --designed)")
+    a.add_argument("--designed", action="store_true",
+                   help="the designed heads of generator/attention/teaching.py; SENTENCE is tagged as in lab.yaml")
     a.add_argument("--layer", type=int, default=None, metavar="L", help="layer, counted from 0")
-    a.add_argument("--head", type=int, default=None, metavar="H", help="head, counted from 0")
-    a.add_argument("--json", action="store_true", help='print {"tokens": [...], "attentions": [layers][heads][n][n]}')
-    a.set_defaults(func=cmd_attention)
+    a.add_argument("--head", default=None, metavar="H",
+                   help="head, counted from 0 (with --designed: a head id, e.g. syntax)")
+    a.add_argument("--causal", action="store_true", help="--designed only: no word sees a later one")
+    a.add_argument("--source", default=None, metavar="TEXT",
+                   help="--designed only: cross attention, keys and values from this tagged sentence")
+    a.add_argument("--json", action="store_true", help='print {"tokens": [...], "attentions": [layers][heads][n][n]}; '
+                   'with --designed {"tokens": [...], "tags": [...], "heads": {"syntax": [n][n], ...}}')
+    a.set_defaults(func=cmd_attention, usage_error=a.error)
 
 
 def cmd_attention(args: argparse.Namespace) -> int:
-    print(inspect_attention(args.model, args.sentence, layer=args.layer, head=args.head, as_json=args.json), flush=True)
+    if args.designed:
+        for flag, given in (("--model", args.model is not None), ("--layer", args.layer is not None)):
+            if given:
+                args.usage_error(f"argument {flag}: not allowed with --designed")
+        heads = designed_heads(args.source is not None)
+        if args.head is not None and args.head not in teaching.HEAD_IDS:
+            args.usage_error(f"argument --head: unknown designed head {args.head!r}{did_you_mean(args.head, teaching.HEAD_IDS)}; "
+                             f"heads: {', '.join(teaching.HEAD_IDS)}")
+        if args.causal and args.source is not None:
+            args.usage_error("argument --causal: not allowed with --source (cross attention has no causal mask here)")
+        kind = "cross" if args.source is not None else "causal" if args.causal else "self"
+        print(inspect_designed(args.sentence, source=args.source, kind=kind,
+                               heads=(args.head,) if args.head else heads, as_json=args.json), flush=True)
+        return 0
+    for flag, given in (("--causal", args.causal), ("--source", args.source is not None)):
+        if given:
+            args.usage_error(f"argument {flag}: only with --designed")
+    if args.model is None:
+        args.usage_error("the following arguments are required: --model (or --designed)")
+    head = args.head
+    if head is not None:
+        if not re.fullmatch(r"[+-]?\d+", head.strip()):
+            args.usage_error(f"argument --head: invalid int value: {head!r}")
+        head = int(head)
+    print(inspect_attention(args.model, args.sentence, layer=args.layer, head=head, as_json=args.json), flush=True)
     return 0
+
+
+def designed_heads(cross: bool) -> tuple[str, ...]:
+    """The designed heads shown for a sentence: those of a lab that lists none, and alignment for
+    a cross sentence (in a single sentence it mostly finds the word itself) — as the page's "Your sentence"."""
+    return teaching.HEAD_IDS if cross else teaching.DEFAULT_HEADS
+
+
+def _parse(text: str, what: str) -> tuple[teaching.Word, ...]:
+    """``text`` parsed by :func:`teaching.parse_sentence`; its mistakes as one BuildError, one line each."""
+    try:
+        return teaching.parse_sentence(text)
+    except teaching.TaggingError as exc:
+        raise BuildError("\nerror: ".join(f"{what}, character {p.offset + 1}: {p.message}" for p in exc.problems)) from None
+
+
+def inspect_designed(text: str, *, source: str | None = None, kind: str = "self",
+                     heads: Sequence[str] = teaching.DEFAULT_HEADS, as_json: bool = False) -> str:
+    """What ``labs attention --designed`` prints: each designed head's ÷√d weights for ``text``.
+
+    ``text`` (and ``source``, for cross attention) are tagged as in lab.yaml. JSON:
+    ``{"tokens": [...], "tags": [...], "heads": {id: [n_q][n_k]}}`` (and ``"source": {"tokens", "tags"}``
+    for cross), each row a query's weights, unrounded; otherwise a table per head in % (largest
+    remainder, rows sum to 100). Raises :class:`BuildError` for a word without a tag, an unknown tag,
+    an empty sentence or one over ``teaching.MAX_WORDS`` words.
+    """
+    queries = _parse(text, "sentence")
+    keys = _parse(source, "source") if source is not None else None
+    results = teaching.compute(queries, keys, kind=kind, heads=heads)
+    keys = keys or queries
+    if as_json:
+        data: dict[str, Any] = {"tokens": [w.text for w in queries], "tags": [w.role for w in queries],
+                                "heads": {hid: r.weights.tolist() for hid, r in results.items()}}
+        if kind == "cross":
+            data["source"] = {"tokens": [w.text for w in keys], "tags": [w.role for w in keys]}
+        return json.dumps(data, ensure_ascii=False)
+    out = []
+    for hid, r in results.items():
+        percent = largest_remainder(np.where(r.mask, r.weights, 0.0), 100)
+        q_tokens, k_tokens = [w.text for w in queries], [w.text for w in keys]
+        col = max(4, min(8, max(len(t) for t in k_tokens))) + 1
+        label = min(16, max(len(t) for t in q_tokens)) + 4
+        lines = [f"{teaching.head(hid).name} head ({kind}): row = query word, columns = where its attention goes, "
+                 f"in % (rows sum to 100{'; masked: -' if kind == 'causal' else ''}).", "",
+                 " " * label + "".join(f"{_short(t, col - 1):>{col}}" for t in k_tokens)]
+        for i, (token, row) in enumerate(zip(q_tokens, percent)):
+            cells = "".join(f"{(str(v) if v else ('-' if not r.mask[i, j] else '.')):>{col}}" for j, v in enumerate(row))
+            lines.append(f"{i:>3} {_short(token, label - 4):<{label - 4}}{cells}")
+        out.append("\n".join(lines) + "\n")
+    return "\n".join(out)
 
 
 def cmd_heads(args: argparse.Namespace) -> int:

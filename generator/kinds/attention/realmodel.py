@@ -35,6 +35,7 @@ a one-sided sign test at p < :data:`BEATS_MAX_P`.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,6 +117,7 @@ class ModelSpec:
     at: tuple[str, int, int]  # where `model:` is written
     sentence_at: dict  # sentence id -> (path, line, col) of its text, for cache-miss errors
     finder_sentences: tuple[FinderSentence, ...] = ()
+    checkpoint_at: tuple[str, int, int] | None = None  # where `checkpoint:` is written
 
 
 def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec | None:
@@ -174,8 +176,9 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
         sentence_at[s.id] = (reader.doc.path, sline, scol)
     for f, at in finder:
         sentence_at[f.id] = at
+    checkpoint_at = (reader.doc.path, *reader.doc.position(where + ("checkpoint",))) if checkpoint else None
     return ModelSpec(name, cache, display_path(cache), checkpoint, tuple(relations), (reader.doc.path, line, col),
-                     sentence_at, tuple(f for f, _ in finder))
+                     sentence_at, tuple(f for f, _ in finder), checkpoint_at)
 
 
 def _read_finder_sentences(reader: Reader, where: tuple, widget) -> list[tuple[FinderSentence, tuple]]:
@@ -247,6 +250,20 @@ def refresh(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[list[str],
     return computed, spec.cache
 
 
+@contextmanager
+def _blamed_on_lab_yaml(spec: ModelSpec, model_dir: Path | None):
+    """A checkpoint named by lab.yaml's ``checkpoint:`` (not by ``--model``) that cannot be read
+    is that line's mistake: its BuildError becomes a diagnostic there, naming the file at fault."""
+    try:
+        yield
+    except BuildError as exc:
+        if model_dir is not None or spec.checkpoint_at is None:
+            raise
+        path, line, col = spec.checkpoint_at
+        raise ContentError([Diagnostic(path, line, col, f"checkpoint {display_path(spec.checkpoint)}/ cannot be "
+                                       f"used: {str(exc).replace(' error: ', ' ', 1)}")]) from None
+
+
 def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict, list[str]]:
     """The ``real`` part of the spotlight payload. Returns it with notes for the author
     (sentences computed from the checkpoint but not yet in the cache).
@@ -260,7 +277,8 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
     notes: list[str] = []
     model = None
     if folder is not None:
-        sha = cachefile.checkpoint_sha256(folder)
+        with _blamed_on_lab_yaml(spec, model_dir):
+            sha = cachefile.checkpoint_sha256(folder)
     else:
         shas = sorted(cache["entries"])
         if len(shas) != 1:
@@ -280,7 +298,8 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
             if model is None:
                 from generator.attention.bert import load_model
 
-                model = load_model(folder)
+                with _blamed_on_lab_yaml(spec, model_dir):
+                    model = load_model(folder)
             entry = cachefile.compute_entry(model, text)
             entry = {**entry, "attention": np.asarray(entry["attention"], dtype=np.int16)}
             notes.append(f"{spec.cache_shown}: {text!r} computed from the checkpoint but not cached; "

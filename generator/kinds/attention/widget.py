@@ -14,6 +14,8 @@ Author-facing syntax (in ``lab.yaml``)::
           kind: self                                      # self (default) | causal | cross
           label: The cat sat on the mat                   # optional; default: text without tags
           note: One line shown under the sentence.        # optional
+          query: sat                                      # optional: the word it opens on (default:
+                                                          # the first; `the#2` for a repeated word)
           claims:                                         # optional: what the page relies on
             syntax:
               - sat -> cat, mat (>= 60%)
@@ -129,6 +131,7 @@ class SentenceSpec:
     key_words: tuple[teaching.Word, ...]  # the same words unless cross
     key_label: str  # cross only: what the keys are, e.g. "French source"
     claims: tuple[Claim, ...]
+    query: int = 0  # the query word the sentence opens on (its most telling word)
 
     @property
     def queries(self) -> tuple[str, ...]:
@@ -192,7 +195,7 @@ def read_widget(reader: Reader, where: tuple) -> WidgetSpec | None:
     if len(reader.diags.items) > before or prompt is None or not sentences or not head_ids:
         return None
     if default is None:
-        default = (sentences[0].id, head_ids[0], 0)
+        default = (sentences[0].id, head_ids[0], sentences[0].query)
     return WidgetSpec(prompt, tuple(head_ids), tuple(sentences), *default)
 
 
@@ -215,7 +218,7 @@ def _read_heads(reader: Reader, where: tuple) -> tuple[str, ...]:
 def _read_sentence(reader: Reader, where: tuple, head_ids: Sequence[str]) -> SentenceSpec | None:
     before = len(reader.diags.items)
     mapping = reader.mapping(where, required=("id", "text"),
-                             optional=("kind", "label", "note", "source", "source_label", "claims"))
+                             optional=("kind", "label", "note", "source", "source_label", "claims", "query"))
     if mapping is None:
         return None
     sentence_id = reader.string(where + ("id",), multiline=False)
@@ -240,6 +243,11 @@ def _read_sentence(reader: Reader, where: tuple, head_ids: Sequence[str]) -> Sen
         key_words, source = _read_words(reader, where + ("source",))
         key_label = (reader.string(where + ("source_label",), multiline=False)
                      if "source_label" in mapping else "source")
+    query = 0
+    if "query" in mapping and query_words:
+        written = reader.string(where + ("query",), multiline=False)
+        found = read_word(reader, where + ("query",), written, [w.text for w in query_words]) if written else None
+        query = found if found is not None else 0
     claims: list[Claim] = []
     if "claims" in mapping and query_words and key_words and kind is not None:
         claims = _read_claims(reader, where + ("claims",), head_ids, query_words, key_words, kind == "cross")
@@ -250,7 +258,7 @@ def _read_sentence(reader: Reader, where: tuple, head_ids: Sequence[str]) -> Sen
         label = _untagged(text, query_words)
         if source is not None:
             label = f"{_untagged(source, key_words)} → {label}"
-    return SentenceSpec(sentence_id, label, kind, note, query_words, key_words, key_label, tuple(claims))
+    return SentenceSpec(sentence_id, label, kind, note, query_words, key_words, key_label, tuple(claims), query)
 
 
 def _read_words(reader: Reader, where: tuple) -> tuple[tuple[teaching.Word, ...] | None, str | None]:
@@ -403,7 +411,7 @@ def _read_default(reader: Reader, where: tuple, head_ids: Sequence[str], sentenc
         reader.error(where + ("head",), f"unknown head {head_id!r}{did_you_mean(head_id, head_ids)}; "
                                         f"heads: {', '.join(head_ids)}")
         head_id = None
-    query: int | None = 0
+    query: int | None = sentence.query if sentence is not None else 0
     if "query" in mapping and sentence is not None:
         written = reader.string(where + ("query",), multiline=False)
         query = None
@@ -470,6 +478,7 @@ def compute_widget(spec: WidgetSpec) -> dict[str, Any]:
             "queries": list(s.queries),
             "keys": list(s.keys),
             "key_label": s.key_label,
+            "query": s.query,
             "roles_q": [w.role for w in s.query_words],
             "roles_k": [w.role for w in s.key_words],
             # The query words' residual vectors around the layer: the embedding before (the heads'

@@ -3,7 +3,7 @@
    (reads geometry once), paint (writes only, so a click stays cheap).
    Data: #lab-data, see docs/spotlight-data.md. Only the default sentence's numbers and a
    summary of the real model are on the page: the other sentences' numbers (data.lazy.src) and the
-   model's attention (data.real.src) are scripts added the first time a learner asks for them.
+   model's attention (data.real.srcs, one per sentence) are scripts added the first time a learner asks for them.
    State lives in the URL hash: #s=<sentence>&h=<head id | L<layer>H<head>>&q=<query>&scale=1|0[&special=0] */
 (() => {
   "use strict";
@@ -37,24 +37,42 @@
      The numbers of every sentence but the default one (data.lazy), and the real model's attention. */
   const LAZY = {
     sentenceHeads: [data.lazy?.src, "this sentence's numbers", "pick it", () => {
-      for (const S of data.sentences) S.heads ||= Labs.sentenceHeads[S.id] || null;
+      // The default sentence's embedded heads carry only what the first paint reads.
+      for (const S of data.sentences) if (!full(S)) S.heads = Labs.sentenceHeads[S.id] || S.heads;
     }],
-    realHeads: [real?.src, "the model's attention", "pick a real head", () => requestAnimationFrame(drawGrid)]
+    headFinder: [real?.finder_src, "the head finder", "open the model view", () => {}],
+    headDetails: [data.details?.src, "the step-by-step numbers", "try", () => {
+      for (const m of data.heads) Object.assign(m, Labs.headDetails.heads[m.id]);
+      data.residual_dims = Labs.headDetails.residual_dims;
+    }],
+    own: [data.own?.src, "the sentence tool", "try", () => Labs.own.start(ownApi)], // "Your sentence" (issue 10): own/*.js
+    spotlightMore: [data.more?.src, "the step-by-step numbers", "try", () => {
+      more = Labs.spotlightMore({ u, data, sentences, headsFor, button, state: () => state });
+    }]
   };
+  // The real model's attention: one script per sentence (data.real.srcs), key "realHeads:<id>".
+  const realKey = sid => "realHeads:" + sid;
+  for (const sid of real?.sentence_ids || [])
+    LAZY[realKey(sid)] = [real.srcs[sid], "the model's attention", "pick a real head", () => requestAnimationFrame(drawGrid)];
+  const have = key => key.startsWith("realHeads:") ? !!Labs.realHeads?.[key.slice(10)] : !!Labs[key];
+  let more = null; // the code of spotlight-more.js, once loaded
+  /** Whether sentence S has every number (the four moves need them), not just the first paint's. */
+  const full = S => !!S.heads && !!Object.values(S.heads)[0]?.q;
   const scripts = {};
   let loading = 0, moves = 0;
-  /** Run `then` once Labs[key] is here — at once if it is — unless the learner has moved on meanwhile. */
-  function withScript(key, then) {
-    if (Labs[key]) return then();
-    const at = moves, [src, what, again, done] = LAZY[key];
+  /** Run `then` once Labs[key] is here — at once if it is — unless the learner has moved on meanwhile.
+      `quiet`: fetched because a part came into view, not because the learner asked: no message. */
+  function withScript(key, then, quiet) {
+    if (have(key) && (key !== "spotlightMore" || more)) return then();
+    const at = quiet ? -1 : moves, [src, what, again, done] = LAZY[key];
     if (!scripts[key]) {
       scripts[key] = new Promise((resolve, reject) => {
         const tag = h("script", { src: new URL(src, document.baseURI).href });
-        tag.addEventListener("load", () => Labs[key] ? resolve() : reject());
+        tag.addEventListener("load", () => have(key) ? resolve() : reject());
         tag.addEventListener("error", () => { tag.remove(); reject(); });
         document.head.append(tag);
       });
-      busy(1, `Loading ${what}…`);
+      busy(1, quiet ? "" : `Loading ${what}…`);
       scripts[key].then(() => {
         done();
         busy(-1, "");
@@ -64,7 +82,7 @@
         paint(); // the selects go back to what is on screen
       });
     }
-    scripts[key].then(() => moves === at && then(), () => {});
+    scripts[key].then(() => (at < 0 || moves === at) && then(), () => {});
   }
   /** Run `then` once sentence `sid` has its numbers (or once they could have: valid() falls back). */
   const lazy = sid => sentences.get(sid)?.heads === null && !Labs.sentenceHeads;
@@ -89,15 +107,15 @@
     if (!hid) hid = headOf(S, D.head) ? D.head : headsFor(S)[0].id;
     const isReal = !!parseReal(hid), n = isReal ? R.words.length : S.queries.length;
     let q = parseInt(st.q, 10);
-    if (!(q >= 0 && q < n)) q = s === D.sentence && !isReal && D.query < n ? D.query : 0;
+    if (!(q >= 0 && q < n)) q = isReal ? 0 : s === D.sentence && D.query < n ? D.query : S.query < n ? S.query : 0;
     const hide = !!st.hide; // remembered across heads; it only applies to real ones
     if (isReal && hide && R.special[q]) q = Math.max(0, R.special.indexOf(false));
-    return { s, h: hid, q, scale: st.scale !== false, hide, step: st.step || 0 };
+    return { s, h: hid, q, scale: st.scale !== false, hide, step: st.step || 0, own: S.own || "" }; // own: "Your sentence"
   }
 
   /** The URL hash of a state; two states that show the same thing have the same hash. */
   const hashOf = st => `#s=${encodeURIComponent(st.s)}&h=${encodeURIComponent(st.h)}&q=${st.q}&scale=${+st.scale}` +
-    (parseReal(st.h) ? `&special=${+!st.hide}` : "");
+    (parseReal(st.h) ? `&special=${+!st.hide}` : "") + (st.own ? "&" + st.own : "");
   function parseHash() {
     const p = new URLSearchParams(location.hash.slice(1)), get = k => p.get(k);
     return p.has("s") || p.has("h") || p.has("q")
@@ -147,7 +165,7 @@
     } else {
       const H = S.heads[state.h], m = meta.get(state.h), [weights, pct] = rowOf(H, q);
       v = { H, m, queries: S.queries, keys: S.keys, cross: S.kind === "cross", special: [], hidden: [], weights, pct,
-        masked: H.scores[q].map(x => x === null), name: m.name + " head" };
+        masked: H.scores ? H.scores[q].map(x => x === null) : S.keys.map(() => false), name: m.name + " head" };
     }
     return { ...v, S, real: !!rh, word: v.queries[q] };
   }
@@ -184,9 +202,7 @@
     kWords = cross ? v.keys.map((w, j) => h("span", { class: "word", "data-index": j }, [w])) : qButtons;
     el.queries.replaceChildren(...qButtons);
     el.keys.replaceChildren(...(cross ? kWords : []));
-    el.keys.hidden = el.kLabel.hidden = !cross;
-    el.band.toggleAttribute("hidden", !cross); // SVG elements have no .hidden property
-    el.arcs.toggleAttribute("hidden", cross);
+    el.keys.hidden = el.kLabel.hidden = !cross; // the SVGs show by .is-cross (`hidden` is not valid on <svg>)
     el.qLabel.textContent = cross ? "Queries — click a word" : "Click a word to make it the query";
     el.kLabel.textContent = "Keys and values: " + (S.key_label || "the other sentence");
 
@@ -202,19 +218,18 @@
     });
     el.readout.tBodies[0].replaceChildren(...rows.map(r => r.tr));
 
-    // Small multiples: every teaching head for this sentence.
-    minis = headsFor(S).map(m => {
-      const mini = { id: m.id, top: h("span"), canvas: h("canvas", { "aria-hidden": "true" }) };
-      mini.button = button({ class: "sl-mini", "data-head": m.id, "aria-pressed": "false" }, [h("b", null, [m.name]), mini.canvas, mini.top]);
-      return mini;
-    });
-    el.multiples.replaceChildren(...minis.map(m => m.button));
-
-    // The Head select, and the model view — both from the page's summary of the real model.
+    // The Head select, the strip of small multiples and the model view: the select's real heads
+    // after the first paint, the others when they come near the screen or are opened (parts).
     el.head.replaceChildren(h("optgroup", { label: "Teaching heads" }, headsFor(S).map(m => option(m.id, m.name))));
+    if (parts.options || parseReal(state.h)) realOptions(S);
+    minis = [];
+    el.multiples.replaceChildren();
+    if (parts.strip) buildStrip(S);
     el.model.hidden = !real;
     el.modelHeads.hidden = !hasReal(S.id);
     cells = [];
+    el.grid.replaceChildren();
+    el.finder.replaceChildren();
     if (!real) return;
     el.modelTitle.textContent = `Model view: the ${real.layers * real.heads} real heads of ${modelName}`;
     el.modelIntro.textContent = !hasReal(S.id)
@@ -222,46 +237,68 @@
       : `The real attention weights of ${real.model} (${real.layers} layers × ${real.heads} heads) for this sentence, computed ` +
         "by our NumPy forward pass of its published weights: nobody designed them. Each square shows where the current word " +
         "looks in one head; layers and heads count from 0.";
-    if (!hasReal(S.id)) return;
-    const grid = [];
+    if (parts.model && hasReal(S.id)) buildModel();
+  }
+
+  /* Parts built only when wanted: what the first screen shows is built before the first paint. */
+  const parts = { options: false, strip: false, model: false, hood: false };
+
+  /** The Head select's 72 real heads, one optgroup per layer. */
+  function realOptions(S) {
+    if (!real || !hasReal(S.id) || el.head.querySelector('option[value^="L"]')) return;
     for (let L = 0; L < real.layers; L++) {
       const options = [];
+      for (let H = 0; H < real.heads; H++) options.push(option(`L${L}H${H}`, `layer ${L}, head ${H}`));
+      el.head.append(h("optgroup", { label: `${modelName}, layer ${L}` }, options));
+    }
+  }
+
+  /** Small multiples: every teaching head for this sentence. */
+  function buildStrip(S) {
+    minis = headsFor(S).map(m => {
+      const mini = { id: m.id, top: h("span"), canvas: h("canvas", { "aria-hidden": "true" }) };
+      mini.button = button({ class: "sl-mini", "data-head": m.id, "aria-pressed": "false" }, [h("b", null, [m.name]), mini.canvas, mini.top]);
+      return mini;
+    });
+    el.multiples.replaceChildren(...minis.map(m => m.button));
+  }
+
+  /** The model view's 72 thumbnails, and the head finder's report once its script is here. */
+  function buildModel() {
+    const grid = [];
+    for (let L = 0; L < real.layers; L++) {
       grid.push(h("span", { "aria-hidden": "true" }, ["L" + L]));
       for (let H = 0; H < real.heads; H++) {
         const id = `L${L}H${H}`, name = `layer ${L}, head ${H}`, canvas = h("canvas", { "aria-hidden": "true" });
-        options.push(option(id, name));
-        cells.push({ id, L, H, canvas, button: button({ class: "sl-cell", "data-head": id, "aria-label": name, "aria-pressed": "false",
+        cells.push({ id, L, H, canvas, button: button({ class: "sl-cell", "data-head": id, "aria-label": name, "aria-pressed": id === state.h,
           tabindex: cells.length ? -1 : 0 }, [canvas]) });
         grid.push(cells.at(-1).button);
       }
-      el.head.append(h("optgroup", { label: `${modelName}, layer ${L}` }, options));
     }
     el.grid.style.setProperty("--heads", real.heads);
     el.grid.replaceChildren(...grid);
-    el.finder.replaceChildren(...(real.finder || []).filter(f => f.head).map(finderItem));
+    gridDrawn = "";
+    if (real.finder_src) withScript("headFinder", () => withScript("spotlightMore", fillFinder, true), true);
+  }
+  function fillFinder() {
+    if (el.finder.firstChild) return;
+    el.finder.replaceChildren(...Labs.headFinder.filter(f => f.head).map(more.finderItem));
+    if (!el.finder.previousElementSibling.matches(".sl-hint")) el.finder.before(more.finderIntro());
   }
 
-  /** One relation of the head finder: the head picked on one half, its held-out score, the baselines, links. */
-  function finderItem(f) {
-    const b = f.head, pc = x => Math.round(x * 100) + "%", s = n => n === 1 ? "" : "s";
-    const [off, tag] = f.baselines, away = Math.abs(off.offset), [vOff, vTag] = f.versus;
-    const link = (ex, text) => ex && h("a", { href: `#s=${encodeURIComponent(ex.sentence)}&h=L${b.layer}H${b.head}&q=${ex.q}&scale=1&special=1` },
-      [`${text}: “${ex.word}” → “${ex.target}” in “${sentences.get(ex.sentence)?.label || ex.sentence}”`]);
-    const verdict = f.beats_baseline ? "Beats both rules on the held-out pairs."
-      : !vOff.wins && !vOff.losses && !vTag.wins && !vTag.losses ? "It agrees with both rules on every held-out pair, so these pairs do not show it doing more than they do."
-      : `Not shown to beat both rules on these held-out pairs (against the offset rule ${vOff.wins} won, ${vOff.losses} lost; ` +
-        `against the tag rule ${vTag.wins} won, ${vTag.losses} lost).`;
-    const best = f.best_held, other = best.layer !== b.layer || best.head !== b.head;
-    return h("li", null, [
-      h("b", null, [f.relation]), ` — ${f.count} labelled pairs in ${f.sentences} sentences. Picked on ${f.pick.count}: `,
-      button({ class: "btn", "data-head": `L${b.layer}H${b.head}` }, [`layer ${b.layer}, head ${b.head}`]),
-      ` (${pc(b.pick_hit)} there` + (b.ties > 1 ? `; ${b.ties} heads tie on that, the one with more weight on the target is shown` : "") +
-      `). Held out, ${f.held.count} pairs: it finds ${pc(b.held_hit)} (mean weight on the target ${pc(b.held_weight)}); ` +
-      `looking ${away} word${s(away)} ${off.offset < 0 ? "back" : "ahead"} finds ${pc(off.held_hit)}; the nearest ` +
-      `${tag.tags.join("/")} finds ${pc(tag.held_hit)}. ${verdict}` +
-      (other ? ` (Best head on the held-out pairs themselves: layer ${best.layer}, head ${best.head}, ${pc(best.held_hit)} — ` +
-        "an optimistic number, chosen on the data it is scored on.)" : ""),
-      ...[link(f.examples.works, "Works"), link(f.examples.fails, "Fails")].filter(Boolean).flatMap(a => [" ", a])]);
+  /** Build a part the first time it is wanted, then show it. */
+  function want(part) {
+    if (parts[part]) return;
+    parts[part] = true;
+    const S = sentences.get(state.s);
+    if (part === "options") return realOptions(S);
+    if (part === "strip") { buildStrip(S); return remeasure(); }
+    if (part === "model") { if (real && hasReal(S.id)) buildModel(); return paint(); }
+    if (part === "hood") loadHood();
+  }
+  /** The four moves need spotlight-more.js and the sentence's full numbers. */
+  function loadHood() {
+    withScript("spotlightMore", () => withScript("headDetails", () => withScript("sentenceHeads", paint, true), true), true);
   }
 
   /* ---------- measure: geometry, read once per structure or resize ---------- */
@@ -290,11 +327,12 @@
   /* ---------- paint: writes only ---------- */
 
   function render() {
-    const isReal = !!parseReal(state.h), key = `${state.s}|${isReal}|${isReal && state.hide}`;
+    const isReal = !!parseReal(state.h), key = `${state.s}|${state.own}|${isReal}|${isReal && state.hide}`;
     if (key === built) return paint();
     // Rebuilding replaces buttons: keep keyboard focus on the equivalent new one.
     const a = document.activeElement, box = a.parentNode.id;
     const again = a !== root && root.contains(a) && box && `#${box} > [${a.dataset.head ? `data-head="${a.dataset.head}"` : 'aria-pressed="true"'}]`;
+    if (isReal) parts.model = true;
     build();
     if (isReal) el.model.open = true; // showing a real head shows where it sits among the others
     built = key;
@@ -312,9 +350,11 @@
     el.sentence.value = state.s;
     el.head.value = state.h;
     el.scale.checked = state.scale;
+    set(el.scale, "aria-checked", state.scale);
     el.scale.disabled = v.real;
     el.specialField.hidden = !v.real;
     el.special.checked = state.hide;
+    set(el.special, "aria-checked", state.hide);
     const desc = v.real
       ? `A real head of ${modelName} (${v.name}). Its weights come from the pretrained model; the ÷√d switch applies to the teaching heads only.`
       : v.cross && v.m.cross || v.m.description + (v.H.bias ? " It also adds a position bias (move 2 below shows it)." : "");
@@ -381,7 +421,9 @@
       drawBars(m.canvas, w, v.cross ? -1 : tq);
     }
     for (const c of cells) set(c.button, "aria-pressed", c.id === state.h);
-    requestAnimationFrame(drawGrid);
+    // The model view open on a sentence whose heads have not come yet: fetch that sentence's.
+    if (el.model.open && hasReal(state.s) && !realOf(state.s)) withScript(realKey(state.s), drawGrid, true);
+    else requestAnimationFrame(drawGrid);
 
     // Under the hood: the four moves with this word's numbers (all four when printing).
     el.hoodTitle.textContent = `Under the hood: the numbers for “${v.word}”`;
@@ -389,10 +431,16 @@
     STEPS.forEach((b, i) => i === state.step ? set(b, "aria-current", "step") : b.removeAttribute("aria-current"));
     el.prevStep.disabled = state.step === 0;
     el.nextStep.disabled = state.step === 3;
-    el.step.replaceChildren(...(v.real
-      ? [h("p", null, ["This is a real head, so its queries and keys live in the model's learned dimensions, which the page " +
-        "does not embed. What it does carry is the result of the first three moves: the softmax weights in the table, each row adding up to 100%."])]
-      : (printing ? [0, 1, 2, 3] : [state.step]).map(s => h("div", { "data-step": s }, [h("h4", null, [`${s + 1}. ${STEPS[s].textContent}`]), ...hood(v, s)]))));
+    // The tables are built once the part is near the screen and its code and numbers are here.
+    if (v.real) el.step.replaceChildren(h("p", null, ["This is a real head, so its queries and keys live in the model's learned dimensions, which the page " +
+        "does not embed. What it does carry is the result of the first three moves: the softmax weights in the table, each row adding up to 100%."]));
+    else if (parts.hood && more && Labs.headDetails && full(S)) {
+      el.step.replaceChildren(...(printing ? [0, 1, 2, 3] : [state.step]).map(s => h("div", { "data-step": s },
+        [h("h4", null, [`${s + 1}. ${STEPS[s].textContent}`]), ...more.hood(v, s)])));
+    } else {
+      el.step.replaceChildren(h("p", { class: "sl-hint" }, [parts.hood ? "Loading the numbers…" : ""]));
+      if (parts.hood) loadHood();
+    }
     if (!loading) root.dataset.ready = "true";
   }
 
@@ -464,99 +512,11 @@
 
   /* ---------- under the hood: the four moves, with the actual numbers ---------- */
 
-  /** Step s (0–3) for the current word: a paragraph or two and a table of the numbers. */
-  function hood(v, s) {
-    const { H, m, S } = v, q = state.q, d = m.q_dims.length, kd = m.k_dims || m.q_dims, bias = H.bias;
-    const vec = x => u.short(x, PREC.vectors), p = (...kids) => h("p", null, kids);
-    const cols = vectors => vectors[0].map((x, c) => c).filter(c => vectors.some(r => r[c]));
-    const key = j => v.keys[j] + (S.roles_k?.[j] ? " · " + S.roles_k[j] : "");
-    const row = (label, cells, cls) => h("tr", { class: cls }, [h("th", { scope: "row" }, [label]),
-      ...cells.map(c => h("td", { class: c === "0" ? "z" : null }, [c]))]);
-    const rowsFor = cellsOf => v.keys.map((k, j) => row(key(j), cellsOf(j), v.masked[j] ? "is-masked" : null));
-    function table(caption, head, body, foot) {
-      return h("div", { class: "sl-scroll", tabindex: 0, role: "region", "aria-label": caption }, [h("table", { class: "sl-num" }, [
-        h("caption", null, [caption]), h("thead", null, [h("tr", null, head.map(c => h("th", { scope: "col" }, [c])))]),
-        h("tbody", null, body), foot && h("tfoot", null, [foot])])]);
-    }
-    // The score that goes into the softmax: the build's scaled score, or q·k + bias when ÷√d is off.
-    const score = j => H.scores[q][j] === null ? null : state.scale ? H.scaled[q][j] : H.scores[q][j] + (bias ? bias[q][j] : 0);
-
-    if (s === 0) {
-      const c = cols([H.q[q], ...H.k]), left = d - c.length;
-      return [p("Three matrices, W_Q, W_K and W_V, turn every word's vector into a query (what it looks for), a key (what it " +
-        "offers) and a value (what it hands over). In a trained model these matrices are learned; in this designed model they are " +
-        "written by hand, so every dimension has a name. This head's queries and keys have d", h("sub", null, ["k"]),
-        ` = ${d} dimensions. “${v.word}” asks with its query; every ` +
-        `${v.cross ? "word of the " + (S.key_label || "other sentence") : "word"} answers with its key.`),
-      table("Query and keys" + (left ? ` (${left} all-zero dimension${left > 1 ? "s" : ""} left out)` : ""),
-        ["vector", ...c.map(i => kd[i] === m.q_dims[i] ? kd[i] : h("span", null, [m.q_dims[i], h("br"), "× " + kd[i]]))],
-        [row("q  " + v.word, c.map(i => vec(H.q[q][i])), "is-q"), ...H.k.map((k, j) => row("k  " + key(j), c.map(i => vec(k[i])), v.masked[j] ? "is-masked" : null))])];
-    }
-    if (s === 1) {
-      const head = ["key", "q·k", ...(state.scale ? ["÷ √" + d] : []), ...(bias ? ["+ bias"] : []), "= score"];
-      return [p("Each score is the dot product q·k: multiply matching dimensions and add. A high score means “this key is " +
-        "what I'm looking for”. " + (state.scale
-          ? `Then divide by √d = √${d} = ${fmt(Math.sqrt(d), 2)}, as every Transformer does: dot products of longer vectors ` +
-            "spread wider, and the division keeps the scores in the same range whatever d is."
-          : "The ÷√d switch is off, so the raw scores go straight to the softmax.")),
-      bias && p("This head also adds a fixed bias B to every score, after the division — softmax(QKᵀ/√d + B)V. Real models " +
-        "do this too (T5 and ALiBi add position biases). Here: " + m.bias),
-      // The scaled column is the build's score less the bias, so each row adds up as printed.
-      table(`Scores for “${v.word}”`, head, rowsFor(j => H.scores[q][j] === null ? ["masked", ...head.slice(2).map(() => "–")]
-        : [vec(H.scores[q][j]), ...(state.scale ? [vec(H.scaled[q][j] - (bias ? bias[q][j] : 0))] : []), ...(bias ? [vec(bias[q][j])] : []), vec(score(j))]))];
-    }
-    if (s === 2) {
-      const scores = v.keys.map((k, j) => score(j)), max = Math.max(...scores.filter(x => x !== null));
-      const ex = scores.map(x => x === null ? 0 : Math.exp(x - max)), total = sum(ex);
-      return [p(`Softmax turns scores into weights: subtract the largest score (${fmt(max, 3)}) so nothing overflows, take e to ` +
-        `the power of each, then divide by their sum (${fmt(total, 3)}). The weights are never negative and add up to 1` +
-        (S.kind === "causal" ? "; masked words count as −∞, so they get exactly 0." : ".")),
-      table(`Softmax for “${v.word}”`, ["key", "score", "e^(score − max)", "weight", "%"], rowsFor(j => scores[j] === null
-        ? ["−∞", "0", fmt(0, 4), "0%"] : [vec(scores[j]), fmt(ex[j], 3), fmt(v.weights[j], PREC.weights), v.pct[j] + "%"]),
-      row("sum", ["", fmt(total, 3), fmt(sum(v.weights), 2), sum(v.pct) + "%"]))];
-    }
-    const out = state.scale ? H.out[q] : H.v[0].map((x, c) => sum(H.v.map((r, j) => v.weights[j] * r[c])));
-    const c = cols([...H.v, out]);
-    return [p(`First the blend: each word's value vector times its weight, added up. This head has its own W_V, so its values ` +
-      `say only what it hands over (${m.v_dims.join(", ")}); words with more weight pour more of it in.` +
-      (state.scale ? "" : " (With ÷√d off, this blend is recomputed here from the weights shown.)")),
-    table("Values, weighted", ["value", "weight", ...c.map(i => m.v_dims[i])], rowsFor(j => [fmt(v.weights[j], 3), ...c.map(i => vec(H.v[j][i]))]),
-      row("blend", ["Σ", ...c.map(i => fmt(out[i], 3))])),
-    ...residual(v, m, H, q)];
-  }
-
-  /** The rest of move 4: the blend through W_O, added to the word's own vector (built with ÷√d, all heads). */
-  function residual(v, m, H, q) {
-    const S = v.S, R = S.residual || S.heads[data.heads[0].id]?.residual, dims = data.residual_dims, p = (...kids) => h("p", null, kids);
-    if (!R || !H.o) return [];
-    const shown = headsFor(S), before = dims.map((d, i) => R.before[q][i] ?? 0), after = R.after[q];
-    const mine = dims.map(d => { const i = m.o_dims.indexOf(d); return i < 0 ? 0 : H.o[q][i]; });
-    const others = dims.map((d, i) => after[i] - before[i] - mine[i]);
-    const rowsShown = dims.map((d, i) => i).filter(i => before[i] || mine[i] || Math.abs(others[i]) >= 0.05);
-    const left = dims.filter((d, i) => others[i] && Math.abs(others[i]) < 0.05).length;
-    const widths = shown.map(x => x.o_dims.length);
-    const cell = x => x ? u.short(x, 3) : "0", nRoles = dims.indexOf("subject");
-    const role = dims[before.findIndex((x, i) => i < nRoles && x === 1)] || "its role";
-    return [p(`The blend does not replace “${v.word}”. In a real layer each head's blend is multiplied by its block of the ` +
-      "output matrix W_O and the result is added to the word's own vector, the residual stream: x + concat(" +
-      shown.map(x => x.name.toLowerCase()).join(", ") + `)·W_O. Here the ${shown.length} heads' blends (${widths.join(" + ")} = ` +
-      `${sum(widths)} numbers, one W_V per head) are joined and projected by one W_O.`),
-    p(`Our W_O simply copies each head's blend into slots of its own (${m.o_dims.slice(0, 2).join(", ")}…), so you can ` +
-      `read what got added; a trained W_O mixes all heads into every dimension. So “${v.word}” keeps ${role} = 1 — it does ` +
-      "not turn into what it looked at — and gains what its heads found." + (state.scale ? "" : " This table shows the layer as built, with ÷√d.")),
-    h("div", { class: "sl-scroll", tabindex: 0, role: "region", "aria-label": `“${v.word}” before and after` }, [h("table", { class: "sl-num" }, [
-      h("caption", null, [`“${v.word}” before → after the layer`]),
-      h("thead", null, [h("tr", null, ["dimension", "before", `+ ${m.name}`, "+ other heads", "= after"].map(x => h("th", { scope: "col" }, [x])))]),
-      h("tbody", null, rowsShown.map(i => h("tr", { class: mine[i] ? "is-q" : null }, [h("th", { scope: "row" }, [dims[i]]),
-        ...[before[i], mine[i], others[i], after[i]].map(x => h("td", { class: x ? null : "z" }, [cell(x)]))])))])]),
-    left ? p(`${left} smaller entr${left === 1 ? "y" : "ies"} from the other heads (under 0.05) left out.`) : null].filter(Boolean);
-  }
-
   /* ---------- events ---------- */
 
   /** Switch head, carrying the query across between teaching words and model tokens. */
   function selectHead(id) {
-    if (parseReal(id) && !realOf(state.s)) return hasReal(state.s) ? withScript("realHeads", () => selectHead(id)) : paint();
+    if (parseReal(id) && !realOf(state.s)) return hasReal(state.s) ? withScript(realKey(state.s), () => selectHead(id)) : paint();
     const wasReal = !!parseReal(state.h), isReal = !!parseReal(id);
     update({ h: id, q: isReal === wasReal ? state.q : isReal ? toReal(state.q) : toTeach(state.q) });
   }
@@ -569,7 +529,7 @@
   el.sentence.addEventListener("change", () => {
     const s = el.sentence.value;
     withSentence(s, () => {
-      const q = s === D.sentence ? D.query : 0, R = parseReal(state.h) && realOf(s);
+      const q = s === D.sentence ? D.query : sentences.get(s).query || 0, R = parseReal(state.h) && realOf(s);
       update({ s, h: headOf(sentences.get(s), state.h) || R ? state.h : "", q: R ? alignment(s)[q] : q });
     });
   });
@@ -584,7 +544,11 @@
     selectHead(b.dataset.head);
   });
   u.roving(el.grid, ".sl-cell", null, () => real.heads);
-  el.model.addEventListener("toggle", () => el.model.open && hasReal(state.s) && withScript("realHeads", drawGrid));
+  el.model.addEventListener("toggle", () => {
+    if (!el.model.open) return;
+    want("model");
+    if (hasReal(state.s)) withScript(realKey(state.s), drawGrid);
+  });
 
   el.steps.addEventListener("click", ev => {
     const b = ev.target.closest("[data-step]");
@@ -593,6 +557,7 @@
   el.prevStep.addEventListener("click", () => goStep(state.step - 1));
   el.nextStep.addEventListener("click", () => goStep(state.step + 1));
   function goStep(s, picked) {
+    want("hood");
     state.step = Math.max(0, Math.min(3, s));
     paint();
     if (!picked && state.step % 3 === 0) el.step.focus(); // the pressed button just became disabled
@@ -604,8 +569,12 @@
     hashTimer = 0;
     const p = parseHash();
     if (!p) return;
+    if (p.s === "own" && data.own) { // "Your sentence": its code computes it from the hash
+      if (!Labs.own) return withScript("own", () => fromLocation(scroll));
+      Labs.own.restore(location.hash);
+    }
     if (lazy(p.s)) return withScript("sentenceHeads", () => fromLocation(scroll));
-    if (parseReal(p.h) && hasReal(p.s) && !Labs.realHeads) return withScript("realHeads", () => fromLocation(scroll));
+    if (parseReal(p.h) && hasReal(p.s) && !realOf(p.s)) return withScript(realKey(p.s), () => fromLocation(scroll));
     moves++;
     const next = valid({ ...p, step: state.step });
     if (hashOf(next) !== hashOf(state)) {
@@ -629,10 +598,48 @@
   matchMedia("(prefers-color-scheme: dark)").addEventListener("change", remeasure);
   for (const [event, on] of [["beforeprint", true], ["afterprint", false]]) addEventListener(event, () => { printing = on; paint(); });
 
+  /* The strip and the four moves are built when they come within a screen of view (the model
+     view when opened); the Head select's real heads once the page is idle. */
+  const near = new IntersectionObserver(entries => {
+    for (const e of entries) if (e.isIntersecting) { near.unobserve(e.target); want(e.target === el.hood ? "hood" : "strip"); }
+  }, { rootMargin: "50% 0px" });
+  near.observe(el.multiples);
+  near.observe(el.hood);
+  (window.requestIdleCallback || setTimeout)(() => want("options"));
+
+  /* Download the view as a figure: SVG, or PNG at twice the size. */
+  function download(type) {
+    withScript("spotlightMore", () => {
+      const v = view(), f = more.figure(v, el.caption.textContent, v.S.label), slug = x => String(x).replace(/[^\w-]+/g, "_");
+      const name = `attention-${slug(state.s)}-${slug(state.h)}-${slug(v.word)}.${type}`;
+      const save = blob => {
+        const a = h("a", { href: URL.createObjectURL(blob), download: name });
+        document.body.append(a);
+        a.click();
+        a.remove();
+        setTimeout(() => URL.revokeObjectURL(a.href), 60_000);
+        el.live.textContent = `Downloaded ${name}`;
+      };
+      if (type === "svg") return save(new Blob([f.svg], { type: "image/svg+xml" }));
+      const canvas = document.createElement("canvas");
+      f.draw(canvas, 2);
+      canvas.toBlob(save, "image/png");
+    });
+  }
+  el.svg.addEventListener("click", () => download("svg"));
+  el.png.addEventListener("click", () => download("png"));
+
   /* ---------- start ---------- */
 
   root.firstElementChild.remove(); // the no-JavaScript note
   for (const x of root.querySelectorAll(".sl-controls, .sl-desc, #sl-stage, .sl-panels, #sl-hood")) x.hidden = false;
+  /* "Your sentence" (issue 10): own.js (the designed model in JavaScript, and the box's UI) loads on first use. */
+  const ownApi = { data, sentences, meta, el, update, state: () => state };
+  if (data.own && el.own) {
+    el.own.hidden = false;
+    el.own.addEventListener("focusin", () => withScript("own", () => {}, true), { once: true });
+    el.own.addEventListener("submit", ev => { ev.preventDefault(); withScript("own", () => Labs.own.submit()); });
+  }
   const start = parseHash();
   state = valid(start || { s: D.sentence, h: D.head, q: D.query });
   render();

@@ -1,0 +1,156 @@
+/* "Your sentence" (issue 10): the learner's sentence becomes the spotlight's sentence "own".
+   Loaded by the spotlight the first time the box is used (data.own.src); computed by model.js.
+   The spotlight calls Labs.own.start(api) once, Labs.own.submit() on Enter or the button, and
+   Labs.own.restore(hash) for a link or Back/Forward to #s=own&…&t=<text>[&src=<source>][&c=1]. */
+(() => {
+  "use strict";
+  const Labs = window.Labs, M = Labs.ownModel, T = Labs.ownTables, h = (...a) => Labs.util.h(...a);
+  const CHIP_TAGS = [...M.roles.slice(0, 2), "PROPN", ...M.roles.slice(2)];
+  const LIMIT_CHARS = 2000;
+  let api = null, box = null, msg = null, chips = null, current = null;
+
+  function start(a) {
+    api = a;
+    const { el, data, meta } = api;
+    for (const hd of T.heads) if (!meta.has(hd.id)) { // a lab that shows fewer heads: every designed head here
+      const m = { id: hd.id, name: hd.name, description: hd.description, bias: hd.bias, cross: hd.cross,
+        q_dims: hd.q_dims, k_dims: hd.k_dims, v_dims: hd.v_dims, o_dims: hd.o_dims };
+      data.heads.push(m);
+      meta.set(m.id, m);
+    }
+    msg = h("p", { class: "sl-own-msg", role: "status" });
+    chips = h("div", { class: "sl-own-chips", role: "group", "aria-label": "Tags of your words" });
+    box = h("div", null, [msg, chips, h("p", { class: "sl-hint" }, [
+      "Computed in your browser by the same designed model as the sentences above; the author's build-time checks do not cover " +
+      "your sentence. The heads see only each word's tag and position, not its meaning, so they will go wrong on some " +
+      "sentences — that is what they can and cannot know. Words the model does not know get a guessed tag (-ly: ADV; -ing, -ed: " +
+      `VERB; a capital mid-sentence: PROPN, a noun; else NOUN): change any tag below, or type word/TAG. At most ${M.maxWords} words.`])]);
+    el.ownMore.replaceChildren(box);
+    el.ownSource.addEventListener("input", syncCausal);
+    el.ownCausal.addEventListener("change", syncCausal);
+    syncCausal();
+  }
+  function syncCausal() {
+    const cross = !!api.el.ownSource.value.trim();
+    api.el.ownCausal.disabled = cross;
+    if (cross) api.el.ownCausal.checked = false;
+    api.el.ownCausal.setAttribute("aria-checked", api.el.ownCausal.checked);
+  }
+
+  function say(text) {
+    msg.textContent = text;
+    msg.classList.toggle("is-error", !!text);
+  }
+
+  /** The problems of a parse, as the learner reads them (at most three). */
+  const problemsText = (what, problems) => problems.slice(0, 3).map(p => `${what}: ${p.message}.`).join(" ") +
+    (problems.length > 3 ? ` (${problems.length - 3} more.)` : "");
+
+  /** Compute `text` (and `source`) and put it in the spotlight as "own"; null (and a message) if it cannot be read. */
+  function compute(text, source, causal) {
+    if (text.length > LIMIT_CHARS || source.length > LIMIT_CHARS) {
+      say(`That is ${Math.max(text.length, source.length).toLocaleString("en")} characters: a sentence here may have at most ` +
+        `${M.maxWords} words. Try a shorter one.`);
+      return null;
+    }
+    const q = M.parse(text, true), k = source.trim() ? M.parse(source, true) : null;
+    if (q.problems.length || k?.problems.length) {
+      say([q.problems.length && problemsText("Your sentence", q.problems), k?.problems.length && problemsText("Source", k.problems)]
+        .filter(Boolean).join(" "));
+      return null;
+    }
+    const kind = k ? "cross" : causal ? "causal" : "self", ids = k ? T.heads.map(x => x.id) : T.default_heads;
+    const rq = q.words.map(w => w.role), rk = k ? k.words.map(w => w.role) : rq, results = M.compute(rq, k && rk, kind, ids);
+    const [before, after] = M.residual(rq, results), heads = {};
+    for (const id of ids) {
+      const r = results[id], hd = M.heads.get(id), at = hd.o_dims.map(d => T.residual_dims.indexOf(d));
+      const masked = rows => rows.map((row, i) => row.map((x, j) => r.mask[i][j] ? x : null));
+      const pct = w => w.map((row, i) => M.percentages(row.map((x, j) => r.mask[i][j] ? x : 0), 100));
+      heads[id] = { q: r.q, k: r.k, v: r.v, scores: masked(r.scores), bias: r.bias, scaled: masked(r.scaled),
+        weights: r.weights, weights_unscaled: r.weights_unscaled, pct: pct(r.weights), pct_unscaled: pct(r.weights_unscaled),
+        out: r.out, o: r.written.map(row => at.map(c => row[c])) };
+    }
+    const params = new URLSearchParams({ t: text });
+    if (k) params.set("src", source);
+    else if (causal) params.set("c", "1");
+    const foreign = [...q.words, ...(k?.words || [])].some(w => w.guessed && !/\p{Script=Latin}/u.test(w.text));
+    say(foreign ? "Words in a script the model's word list does not cover got the guessed tag NOUN: set their tags below." : "");
+    current = { text, source, causal, q, k };
+    const plain = q.words.map(w => w.text).join(" ");
+    return {
+      id: "own", own: params.toString(), label: "Your sentence: " + (plain.length > 40 ? plain.slice(0, 39) + "…" : plain), kind,
+      note: "Your sentence, computed in your browser by the same designed model; the build-time checks do not cover it.",
+      queries: q.words.map(w => w.text), keys: (k || q).words.map(w => w.text), key_label: k ? "your source" : "",
+      roles_k: rk, residual: { before: before.map(x => x.slice(0, T.embedding_dims.length)), after }, heads
+    };
+  }
+
+  /** Make S the spotlight's "own" sentence, with an entry in the Sentence select. */
+  function put(S) {
+    const { el, sentences } = api;
+    sentences.set("own", S);
+    let opt = el.sentence.querySelector('option[value="own"]');
+    if (!opt) {
+      opt = h("option", { value: "own" });
+      el.sentence.append(h("optgroup", { label: "Yours" }, [opt]));
+    }
+    opt.textContent = S.label;
+    drawChips();
+  }
+
+  /** One tag chip (a select) per word; changing one rewrites that word as word/TAG and recomputes. */
+  function drawChips() {
+    const focused = chips.contains(document.activeElement) && document.activeElement.dataset.chip;
+    const list = (words, which) => words.map((w, i) => h("span", { class: w.guessed ? "sl-chip is-guessed" : "sl-chip" }, [
+      h("span", { "aria-hidden": "true" }, [w.text]),
+      h("select", { "data-chip": `${which}${i}`, "aria-label": `Tag of “${w.text}”, ${which === "q" ? "" : "source "}word ${i + 1}` +
+        (w.guessed ? " (guessed)" : "") }, CHIP_TAGS.map(t => h("option", { value: t, selected: t === w.tag ? "" : null }, [t])))]));
+    chips.replaceChildren(...list(current.q.words, "q"), ...(current.k ? [h("span", { class: "sl-hint" }, ["Source:"]), ...list(current.k.words, "k")] : []));
+    for (const s of chips.querySelectorAll("select")) {
+      s.value = current[s.dataset.chip[0]].words[+s.dataset.chip.slice(1)].tag;
+      s.addEventListener("change", () => retag(s.dataset.chip, s.value));
+    }
+    if (focused) chips.querySelector(`[data-chip="${focused}"]`)?.focus();
+  }
+
+  function retag(chip, tag) {
+    const which = chip[0], w = current[which].words[+chip.slice(1)], input = which === "q" ? api.el.ownText : api.el.ownSource;
+    const text = which === "q" ? current.text : current.source;
+    input.value = text.slice(0, w.start) + `${w.text}/${tag}` + text.slice(w.start + w.written.length);
+    submit();
+  }
+
+  /** Enter or the button: the box's sentence becomes the spotlight's. */
+  function submit() {
+    const { el } = api;
+    try {
+      const S = compute(el.ownText.value, el.ownSource.value, el.ownCausal.checked);
+      if (!S) return;
+      put(S);
+      const st = api.state();
+      api.update({ s: "own", q: st.s === "own" && st.q < S.queries.length ? st.q : 0 });
+    } catch (err) {
+      say(`This sentence could not be computed (${err.message}).`);
+    }
+  }
+
+  /** A link or Back/Forward names an own sentence: compute it (the spotlight then shows it). */
+  function restore(hash) {
+    const p = new URLSearchParams(hash.replace(/^#/, "")), { el } = api;
+    const text = p.get("t") || "", source = p.get("src") || "", causal = p.get("c") === "1";
+    if (current && current.text === text && current.source === source && current.causal === causal && api.sentences.has("own")) return;
+    el.ownText.value = text;
+    el.ownSource.value = source;
+    el.ownCausal.checked = causal;
+    syncCausal();
+    try {
+      const S = compute(text, source, causal);
+      if (S) put(S);
+      else api.sentences.delete("own");
+    } catch (err) {
+      say(`This sentence could not be computed (${err.message}).`);
+    }
+  }
+
+  Labs.own = { start, submit, restore };
+})();
