@@ -19,20 +19,23 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from html import unescape
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from generator.content import lab_folders, load_content_partial, static_files
+from generator import buildcache
+from generator.buildcache import BuildCache, LabEntry
+from generator.content import (RecordingLinkTargets, SiteSource, assemble_partial, lab_folders, load_lab, load_site,
+                               static_files)
 from generator.errors import BuildError, ContentError, Diagnostic, display_path
-from generator.kinds import Computed, get_kind
+from generator.kinds import Computed, all_kinds, get_kind
 from generator.markdown_render import slugify
 from generator.model import Content, Lab
 from generator.render import Renderer, Theme
@@ -59,19 +62,31 @@ def compute_lab(lab: Lab, options: Mapping[str, Any] | None = None) -> Computed:
 
 
 def compute(content: Content, options: Mapping[str, Any] | None = None,
-            report: Callable[[str], None] = lambda _: None, map_labs: Callable = map) -> dict[str, Any]:
+            report: Callable[[str], None] = lambda _: None, map_labs: Callable = map,
+            notes: dict[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
     """Compute every lab (see :func:`compute_lab`); returns each lab's payload by slug, or raises
-    one ContentError with every lab's problems."""
+    one ContentError with every lab's problems. Each lab's notes are reported, and kept in
+    ``notes`` by slug when given."""
+    payloads, problems = compute_partial(content, options, report, map_labs, notes)
+    if problems:
+        raise ContentError(problems)
+    return payloads
+
+
+def compute_partial(content: Content, options: Mapping[str, Any] | None = None,
+                    report: Callable[[str], None] = lambda _: None, map_labs: Callable = map,
+                    notes: dict[str, tuple[str, ...]] | None = None) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """:func:`compute`, returning every lab's payload (those with problems too) and the problems."""
     payloads: dict[str, Any] = {}
     problems: list[Diagnostic] = []
     for lab, computed in zip(content.labs, map_labs(partial(compute_lab, options=options), content.labs)):
         payloads[lab.slug] = computed.payload
         problems.extend(computed.problems)
+        if notes is not None:
+            notes[lab.slug] = tuple(computed.notes)
         for note in computed.notes:
             report(f"note: {note}")
-    if problems:
-        raise ContentError(problems)
-    return payloads
+    return payloads, problems
 
 
 _ID_RE = re.compile(r'\sid="([^"]+)"')
@@ -140,16 +155,36 @@ def page_link_problems(path: str, hrefs: list[str] | tuple[str, ...], files: dic
     return frozenset(targets), problems
 
 
+def page_links(html: str) -> tuple[list[str], list[str]]:
+    """What the link check needs of a page: its ids in order (repeats kept) and its link targets."""
+    return _ID_RE.findall(html), [unescape(h) for h in _HREF_RE.findall(html)]
+
+
 def check_links(files: dict[str, bytes], content: Content) -> None:
     """Every relative link of every page must reach a built file, and every ``#anchor`` an id on it."""
-    pages = {path: data.decode("utf-8") for path, data in files.items() if path.endswith(".html")}
-    parsed = {path: anchors(html) for path, html in pages.items()}
-    problems = [d for path, html in sorted(pages.items()) if path != "404.html"
-                for d in duplicate_id_problems(path, html, content)]
-    for path, (_, hrefs) in sorted(parsed.items()):
+    check_page_links({path: page_links(data.decode("utf-8")) for path, data in files.items() if path.endswith(".html")},
+                     files, content)
+
+
+def link_problems(links: Mapping[str, tuple[list[str], list[str]]], files: Mapping[str, bytes] | set[str],
+                  content: Content) -> list[Diagnostic]:
+    """:func:`check_links` from what each page collected (:func:`page_links`), without the pages."""
+    id_sets = {path: set(ids) for path, (ids, _) in links.items()}
+    problems = []
+    for path, (ids, _) in sorted(links.items()):
+        if path != "404.html" and len(id_sets[path]) != len(ids):
+            repeated = sorted({i for i in ids if ids.count(i) > 1})
+            problems += [_id_problem(content, path, i) for i in repeated]
+    for path, (_, hrefs) in sorted(links.items()):
         if path != "404.html":  # its links start at the site root, wherever it is served
-            problems += page_link_problems(path, hrefs, files, lambda t: parsed[t][0] if t in parsed else None,
-                                           content)[1]
+            problems += page_link_problems(path, hrefs, files, id_sets.get, content)[1]
+    return problems
+
+
+def check_page_links(links: Mapping[str, tuple[list[str], list[str]]], files: Mapping[str, bytes] | set[str],
+                     content: Content) -> None:
+    """Raise one ContentError for every problem :func:`link_problems` finds."""
+    problems = link_problems(links, files, content)
     if problems:
         raise ContentError(problems)
 
@@ -226,66 +261,234 @@ def _die_with_parent() -> None:
     threading.Thread(target=watch, name="labs-parent-watch", daemon=True).start()
 
 
+def _start_worker(initializer: Callable | None, initargs: tuple) -> None:
+    _die_with_parent()
+    if initializer is not None:
+        initializer(*initargs)
+
+
 @contextmanager
-def lab_pool(content_dir: Path):
+def lab_pool(content_dir: Path, n_labs: int | None = None, initializer: Callable | None = None,
+             initargs: tuple = ()):
     """``map`` over labs: in worker processes for a large site on a machine with several cores,
-    else in this process. Results come back in order, so the output is the same either way."""
-    n_labs = len(lab_folders(Path(content_dir)))
+    else in this process. Results come back in order, so the output is the same either way.
+    ``n_labs``: how many labs it will map (default: the site's lab folders); ``initializer(*initargs)``
+    runs once in each worker (in this process when there are none) before the first lab."""
+    if n_labs is None:
+        n_labs = len(lab_folders(Path(content_dir)))
     workers = min(os.cpu_count() or 1, 8)
     if workers < 2 or n_labs < PARALLEL_MIN_LABS or os.environ.get("LABS_SERIAL"):
+        if initializer is not None:
+            initializer(*initargs)
         yield map
         return
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_die_with_parent) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
+                             initargs=(initializer, initargs)) as pool:
         yield lambda fn, items: pool.map(fn, items, chunksize=max(1, n_labs // (workers * 4)))
+
+
+@dataclass(frozen=True)
+class LabBuilt:
+    """One lab computed and rendered (in a worker): what the parent needs of it, and no payload."""
+
+    slug: str
+    files: dict[str, bytes]  # its page and the files beside it, by output path (empty when written)
+    written: tuple[str, ...]  # the output paths it wrote into the site folder itself
+    links: dict[str, tuple[list[str], list[str]]]  # page path -> (ids in order, hrefs)
+    notes: tuple[str, ...]
+    problems: tuple[Diagnostic, ...]
+
+
+# What a worker needs to compute and render any lab: set once per worker by _set_lab_state.
+_LAB_STATE: dict[str, Any] = {}
+
+
+def _set_lab_state(content: Content, theme_dir: Path | None, base_url: str | None,
+                   options: Mapping[str, Any] | None, write_into: Path | None, cache: BuildCache | None,
+                   keys: Mapping[str, str]) -> None:
+    _LAB_STATE.clear()
+    _LAB_STATE.update(content=content, theme_dir=theme_dir, base_url=base_url, options=options,
+                      write_into=write_into, cache=cache, keys=keys, renderer=None)
+
+
+def _note(text: str) -> str:
+    """A kind's note for the author, or a renderer's positioned warning as it is."""
+    return text if ": warning: " in text else f"note: {text}"
+
+
+def compute_and_render(index: int) -> LabBuilt:
+    """Compute lab ``index`` of the site and render its files where it runs (a worker, for a large
+    site), so that its payload never travels back to the build; when the build writes a site,
+    write them into its folder too, and keep the lab in the build cache. A lab whose numbers
+    contradict its claims is rendered all the same (its links are checked in the same run), and
+    neither written nor kept."""
+    state = _LAB_STATE
+    content: Content = state["content"]
+    labs = content.labs
+    lab = labs[index]
+    computed = compute_lab(lab, state["options"])
+    if state["renderer"] is None:
+        state["renderer"] = Renderer(content, Theme(state["theme_dir"], kinds_of(content)), {}, state["base_url"])
+    renderer: Renderer = state["renderer"]
+    renderer.payloads = {lab.slug: computed.payload}
+    try:
+        files = renderer.lab_files(lab, labs[index - 1] if index > 0 else None,
+                                   labs[index + 1] if index + 1 < len(labs) else None)
+    except Exception:
+        if not computed.problems:
+            raise
+        files = {}  # a page that cannot be drawn from numbers with mistakes: the mistakes are the news
+    finally:
+        renderer.payloads = {}
+    links = {path: page_links(data.decode("utf-8")) for path, data in files.items() if path.endswith(".html")}
+    notes, problems = tuple(computed.notes) + tuple(renderer.warnings), tuple(computed.problems)
+    renderer.warnings.clear()  # the page-weight warnings of this lab: kept and reported with its notes
+    if problems:
+        return LabBuilt(lab.slug, files, (), links, notes, problems)
+    cache: BuildCache | None = state["cache"]
+    if cache is not None:
+        cache.put(state["keys"][lab.slug], LabEntry(lab, notes, files, links))
+    folder: Path | None = state["write_into"]
+    if folder is None:
+        return LabBuilt(lab.slug, files, (), links, notes, problems)
+    write_files(folder, files)
+    return LabBuilt(lab.slug, {}, tuple(files), links, notes, problems)
 
 
 def build_files(content_dir: Path, theme_dir: Path | None = None, base_url: str | None = None,
                 report: Callable[[str], None] = lambda _: None,
-                options: Mapping[str, Any] | None = None) -> tuple[dict[str, bytes], Content]:
-    """Everything a build writes, in memory. Raises ContentError/BuildError on any problem."""
+                options: Mapping[str, Any] | None = None,
+                cache: BuildCache | None = None) -> tuple[dict[str, bytes], Content]:
+    """Everything a build writes, in memory. Raises ContentError/BuildError on any problem.
+
+    With a :class:`~generator.buildcache.BuildCache`, labs whose inputs are unchanged since a
+    build that stored them are taken from it (neither loaded, computed nor rendered), and each
+    lab built now is stored in it once it computed and rendered without a problem of its own
+    (its links are checked again by every build); the files are the same."""
     # A build allocates millions of small objects and frees them by reference counting; the
     # cyclic collector would only re-scan the growing site again and again (a fifth of the
     # time on a large site). It is paused for the build, workers included, and resumed after.
+    files, content, _ = _build_gc(content_dir, theme_dir, base_url, report, options, cache, None)
+    return files, content
+
+
+def _build_gc(content_dir: Path, theme_dir: Path | None, base_url: str | None, report: Callable[[str], None],
+              options: Mapping[str, Any] | None, cache: BuildCache | None,
+              write_into: Path | None) -> tuple[dict[str, bytes], Content, list[str]]:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _build_files(content_dir, theme_dir, base_url, report, options)
+        return _build_files(content_dir, theme_dir, base_url, report, options, cache, write_into)
     finally:
         if collecting:
             gc.enable()
 
 
 def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None,
-                 report: Callable[[str], None], options: Mapping[str, Any] | None) -> tuple[dict[str, bytes], Content]:
+                 report: Callable[[str], None], options: Mapping[str, Any] | None,
+                 cache: BuildCache | None, write_into: Path | None) -> tuple[dict[str, bytes], Content, list[str]]:
+    """The build. With ``write_into``, the labs computed now are written there by whoever renders
+    them, and their paths come back apart: (other files, content, paths written)."""
     started = time.perf_counter()
-    with lab_pool(content_dir) as map_labs:
-        content, problems = load_content_partial(content_dir, map_labs)
+    source = load_site(content_dir)
+    keys = _lab_keys(source, theme_dir, base_url, options) if cache is not None else {}
+    stored = {slug: entry for slug, key in keys.items() if (entry := cache.get(key)) is not None} if cache else {}
+    todo = [slug for slug in source.order if slug not in stored]
+    with lab_pool(content_dir, len(todo)) as map_labs:
+        fresh = dict(zip(todo, map_labs(partial(load_lab, source), todo)))
+        content, problems = assemble_partial(
+            source, [(stored[slug].lab, ()) if slug in stored else fresh[slug] for slug in source.order])
         if not problems:
             report(f"loaded {len(content.labs)} lab{'s' * (len(content.labs) != 1)} from "
-                   f"{display_path(content_dir)}/ ({time.perf_counter() - started:.2f} s)")
+                   f"{display_path(content_dir)}/ ({time.perf_counter() - started:.2f} s)"
+                   + (f"; {len(stored)} from the build cache" if stored else ""))
         t = time.perf_counter()
         _pause_for_tests("compute")
-        try:  # the labs that loaded are computed even when others have mistakes: one run, every error
-            payloads = compute(content, options, report, map_labs)
-        except ContentError as exc:
-            problems += exc.diagnostics
-        if problems:
-            raise ContentError(problems)
-    kinds = sorted({lab.kind for lab in content.labs})
-    by_kind = ", ".join(f"{sum(lab.kind == k for lab in content.labs)} {k}" for k in kinds)
-    report(f"computed {len(content.labs)} lab{'s' * (len(content.labs) != 1)}: {by_kind} "
-           f"({time.perf_counter() - t:.2f} s)")
+        for entry in stored.values():
+            for note in entry.notes:
+                report(_note(note))
+        to_compute = [lab for lab in content.labs if lab.slug not in stored]
+    # The labs that loaded are computed, rendered and link-checked even when others have
+    # mistakes (nothing is written then): one run, every error. Each lab is computed and
+    # rendered in one go, in a worker forked after loading (it has the whole site already).
+    index = {lab.slug: i for i, lab in enumerate(content.labs)}
+    try:
+        with lab_pool(content_dir, len(to_compute), _set_lab_state,
+                      (content, theme_dir, base_url, options, write_into, cache, keys)) as map_labs:
+            built = list(map_labs(compute_and_render, [index[lab.slug] for lab in to_compute]))
+    except ContentError as exc:  # a kind that raised instead of returning its problems, or a theme mistake
+        raise ContentError(problems + exc.diagnostics) from None
+    finally:
+        _LAB_STATE.clear()
+    for lab_built in built:
+        problems += lab_built.problems
+        for note in lab_built.notes:
+            report(_note(note))
+    kinds = sorted({lab.kind for lab in to_compute})
+    by_kind = ", ".join(f"{sum(lab.kind == k for lab in to_compute)} {k}" for k in kinds)
+    if not problems:
+        report(f"computed {len(to_compute)} lab{'s' * (len(to_compute) != 1)}{': ' * bool(by_kind)}{by_kind} "
+               f"({time.perf_counter() - t:.2f} s)")
     t = time.perf_counter()
-    renderer = Renderer(content, Theme(theme_dir, kinds_of(content)), payloads, base_url)
-    files = renderer.render_all()
-    for warning in renderer.warnings:
-        report(warning)
-    check_links(files, content)
+    renderer = Renderer(content, Theme(theme_dir, kinds_of(content)), {}, base_url)
+    rendered = {slug: entry.files for slug, entry in stored.items()} | {b.slug: b.files for b in built}
+    written = [path for b in built for path in b.written]
+    try:
+        files = renderer.render_all(rendered)
+    except ContentError as exc:  # a theme mistake: the links cannot be checked without the pages
+        raise ContentError(problems + exc.diagnostics) from None
+    except Exception:
+        if problems:  # a page that cannot be drawn from a lab with mistakes: those are what to report
+            raise ContentError(problems) from None
+        raise
+    links = {path: links for entry in stored.values() for path, links in entry.links.items()}
+    for lab_built in built:
+        links.update(lab_built.links)
+    links.update({path: page_links(data.decode("utf-8")) for path, data in files.items()
+                  if path.endswith(".html") and path not in links})
+    known = set(files) | set(written)
+    if problems:
+        problems += _partial_link_problems(source, content, known, links)
+        raise ContentError(problems)
+    check_page_links(links, known, content)
     files[MARKER] = MARKER_TEXT
-    files.update(static_files(content_dir, files))  # content/static/, as it is
-    report(f"rendered {sum(p.endswith('.html') for p in files)} pages ({time.perf_counter() - t:.2f} s)")
-    return files, content
+    files.update(static_files(content_dir, dict.fromkeys(known | set(files))))  # content/static/, as it is
+    report(f"rendered {sum(p.endswith('.html') for p in known)} pages ({time.perf_counter() - t:.2f} s)")
+    return files, content, written
+
+
+def _partial_link_problems(source: SiteSource, content: Content, files: set[str],
+                           links: Mapping[str, tuple[list[str], list[str]]]) -> list[Diagnostic]:
+    """Link problems of a build that has other mistakes. Pages of labs that did not load are not
+    there: links to them are taken as good (their anchors cannot be known), and the links such a
+    lab wrote in what did load (its Markdown, FAQ and quiz as far as they were read) are checked."""
+    loaded = {lab.slug for lab in content.labs}
+    failed = [slug for slug in source.order if slug not in loaded]
+    known = set(files) | {f"labs/{slug}/index.html" for slug in failed}
+    problems = link_problems(links, known, content)
+    id_sets = {path: set(ids) for path, (ids, _) in links.items()}
+    for slug in failed:
+        recording = RecordingLinkTargets(source.links.labs, source.links.topics)
+        load_lab(replace(source, links=recording), slug)  # again, to hear which links it writes
+        hrefs = [source.links.resolve(href) or href for href, answer in recording.asked.items() if answer is None]
+        problems += page_link_problems(f"labs/{slug}/index.html", hrefs, known, id_sets.get, content)[1]
+    return problems
+
+
+def _lab_keys(source: SiteSource, theme_dir: Path | None, base_url: str | None,
+              options: Mapping[str, Any] | None) -> dict[str, str]:
+    """Each lab's build cache key (see :mod:`generator.buildcache`)."""
+    theme = Theme(theme_dir, all_kinds())
+    site = buildcache.key_of(
+        buildcache.generator_fingerprint(), buildcache.kinds_fingerprint(),
+        buildcache.digest_files([("site.yaml", source.root / "site.yaml")]), source.order,
+        buildcache.digest_files(sorted(theme.files.items())), base_url,
+        sorted((k, str(v)) for k, v in (options or {}).items()), os.getcwd())
+    digests = [buildcache.digest_files(buildcache.files_under(source.root / "labs" / slug)) for slug in source.order]
+    return {slug: buildcache.key_of(site, digests[i - 1] if i > 0 else "", digests[i],
+                                    digests[i + 1] if i + 1 < len(digests) else "")
+            for i, slug in enumerate(source.order)}
 
 
 def kinds_of(content: Content):
@@ -384,6 +587,14 @@ def write_site(files: dict[str, bytes], output: Path) -> None:
     The swap exchanges the two folders in one step where the OS can (Linux), so the output
     path is never missing; elsewhere it is two renames, and a build killed between them is
     repaired by the next one (:func:`clean_litter`)."""
+    with site_folder(output) as tmp:
+        write_files(tmp, files)
+
+
+@contextmanager
+def site_folder(output: Path):
+    """A new, empty site folder beside ``output`` (holding only our marker) to write the site into;
+    swapped in for ``output`` when the block ends without an exception, removed if it raises."""
     output = Path(output)
     parent = output.resolve().parent
     parent.mkdir(parents=True, exist_ok=True)
@@ -391,30 +602,9 @@ def write_site(files: dict[str, bytes], output: Path) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}-new-{os.getpid()}-", dir=parent))
     try:
         (tmp / MARKER).write_bytes(MARKER_TEXT)  # first, so a killed build's folder is provably ours
-        for rel, data in sorted(files.items()):
-            target = tmp / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            _pause_for_tests("write")
+        yield tmp
         os.chmod(tmp, 0o755)
-        target = output.resolve() if output.is_symlink() else output
-        if target.exists() and _exchange(tmp, target):
-            shutil.rmtree(tmp, ignore_errors=True)  # now the previous site
-            return
-        old = None
-        if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{output.name}-old-{os.getpid()}-", dir=parent))
-            os.rmdir(old)
-            os.replace(target, old)
-            _pause_for_tests("swap")
-        try:
-            os.replace(tmp, target)
-        except OSError:
-            if old is not None:
-                os.replace(old, target)  # put the previous site back
-            raise
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        _swap_in(tmp, output, parent)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise BuildError(f"cannot write the site: {exc.strerror or exc}", display_path(output)) from None
@@ -423,10 +613,69 @@ def write_site(files: dict[str, bytes], output: Path) -> None:
         raise
 
 
+def write_files(folder: Path, files: Mapping[str, bytes]) -> None:
+    """Write ``files`` (output path -> bytes) into ``folder``, in path order."""
+    made: set[Path] = set()
+    for rel, data in sorted(files.items()):
+        target = folder / rel
+        if target.parent not in made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.add(target.parent)
+        target.write_bytes(data)
+        _pause_for_tests("write")
+
+
+def _swap_in(tmp: Path, output: Path, parent: Path) -> None:
+    target = output.resolve() if output.is_symlink() else output
+    if target.exists() and _exchange(tmp, target):
+        shutil.rmtree(tmp, ignore_errors=True)  # now the previous site
+        return
+    old = None
+    if target.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{output.name}-old-{os.getpid()}-", dir=parent))
+        os.rmdir(old)
+        os.replace(target, old)
+        _pause_for_tests("swap")
+    try:
+        os.replace(tmp, target)
+    except OSError:
+        if old is not None:
+            os.replace(old, target)  # put the previous site back
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+class SiteFiles(Mapping):
+    """A built site's files by output path, read from its folder when asked for (a large site's
+    bytes are not held in memory after the build)."""
+
+    def __init__(self, folder: Path, paths: Iterable[str]):
+        self.folder = Path(folder)
+        self._paths = sorted(paths)
+        self._known = set(self._paths)
+
+    def __getitem__(self, path: str) -> bytes:
+        if path not in self._known:
+            raise KeyError(path)
+        return (self.folder / path).read_bytes()
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._known
+
+    def __iter__(self):
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
 def build(content_dir: Path, theme_dir: Path | None, output: Path, base_url: str | None = None,
-          report: Callable[[str], None] = lambda _: None, options: Mapping[str, Any] | None = None) -> BuildResult:
+          report: Callable[[str], None] = lambda _: None, options: Mapping[str, Any] | None = None,
+          cache_dir: Path | None = None) -> BuildResult:
     """Build the site from ``content_dir`` into ``output``, atomically, with the default theme
-    under ``theme_dir`` (a custom folder that overrides it file by file; None: none)."""
+    under ``theme_dir`` (a custom folder that overrides it file by file; None: none), using
+    the build cache in ``cache_dir`` (None: none; ``labs build`` uses :func:`default_cache_dir`)."""
     started = time.perf_counter()
     content_dir, output = Path(content_dir), Path(output)
     theme_dir = Path(theme_dir) if theme_dir is not None else None
@@ -434,10 +683,21 @@ def build(content_dir: Path, theme_dir: Path | None, output: Path, base_url: str
         raise BuildError("theme folder not found", display_path(theme_dir))
     clean_litter(output)
     guard_output(output, content_dir, theme_dir)
-    files, content = build_files(content_dir, theme_dir, base_url, report, options)
-    write_site(files, output)
-    pages = sum(p.endswith(".html") for p in files)
-    return BuildResult(files, content, pages, time.perf_counter() - started, output)
+    cache = BuildCache(cache_dir) if cache_dir is not None else None
+    with site_folder(output) as folder:
+        # The labs' files are written into the folder where they are rendered (the workers);
+        # what comes back is the rest of the site.
+        files, content, written = _build_gc(content_dir, theme_dir, base_url, report, options, cache, folder)
+        write_files(folder, files)
+    paths = set(files) | set(written)
+    target = output.resolve() if output.is_symlink() else output
+    pages = sum(p.endswith(".html") for p in paths)
+    return BuildResult(SiteFiles(target, paths), content, pages, time.perf_counter() - started, output)
+
+
+def default_cache_dir(content_dir: Path) -> Path:
+    """Where ``labs build`` keeps its build cache: ``.labs-cache/`` beside the content folder."""
+    return Path(content_dir).parent / buildcache.CACHE_DIR_NAME
 
 
 def check(content_dir: Path, theme_dir: Path | None, report: Callable[[str], None] = lambda _: None,

@@ -38,10 +38,11 @@ def _theme(args: argparse.Namespace) -> Path | None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from generator.build import build
+    from generator.build import build, default_cache_dir
 
+    cache_dir = None if args.no_cache else default_cache_dir(args.content)
     result = build(args.content, _theme(args), args.output, base_url=args.base_url, report=_out,
-                   options=_kind_options(args))
+                   options=_kind_options(args), cache_dir=cache_dir)
     n_labs = len(result.content.labs)
     _out(f"built {result.pages} pages, {n_labs} lab{'s' * (n_labs != 1)} in {result.seconds:.2f} s → "
          f"{display_path(args.output)}/")
@@ -54,6 +55,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     result = check(args.content, _theme(args), report=_out, options=_kind_options(args))
     n_labs = len(result.content.labs)
     _out(f"ok: {n_labs} lab{'s' * (n_labs != 1)}, {result.pages} pages checked in {result.seconds:.2f} s — no errors")
+    return 0
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    from generator.build import default_cache_dir
+    from generator.buildcache import clean
+
+    folder = default_cache_dir(args.content)
+    try:
+        removed = clean(folder)
+    except ValueError:
+        raise BuildError("not a build cache of labs (no CACHEDIR.TAG of ours in it); not removing it",
+                         display_path(folder)) from None
+    _out(f"removed the build cache {display_path(folder)}/" if removed else f"no build cache at {display_path(folder)}/")
     return 0
 
 
@@ -139,8 +154,17 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--base-url", metavar="URL", default=None, type=_base_url,
                    help="absolute URL the site will live at, for canonical links and the sitemap "
                         "(default: base_url in site.yaml)")
+    b.add_argument("--no-cache", action="store_true",
+                   help="build every lab afresh, without reading or writing the build cache "
+                        "(.labs-cache/ beside the content folder)")
     kind_opts(b)
     b.set_defaults(func=cmd_build)
+
+    cl = sub.add_parser("clean", help="remove the build cache",
+                        description="Remove the build cache (.labs-cache/ beside the content folder). "
+                                    "Touches nothing else.")
+    content_opt(cl)
+    cl.set_defaults(func=cmd_clean)
 
     c = sub.add_parser("check", help="validate content without writing anything",
                        description="Validate everything a build would: content, computed claims, quiz answer keys, "

@@ -120,7 +120,7 @@ class _Loader:
             return None
         for problem in rendered.math_problems:
             line, col = doc.locate(where, problem.tex.strip())
-            self.diags.add(doc.diagnostic_at(line, col, problem.message))
+            self.diags.add(doc.diagnostic_at(line, col + problem.offset, problem.message))
         for href in rendered.links:
             message = links.problem(href)
             if message:
@@ -129,13 +129,14 @@ class _Loader:
         return rendered
 
     def check_markdown(self, rendered: RenderedMarkdown, shown: str, text: str, links) -> None:
-        def at(needle: str) -> tuple[int, int]:
-            index = max(text.find(needle), 0)
+        def at(needle: str, offset: int = 0) -> tuple[int, int]:
+            found = text.find(needle)
+            index = found + offset if found >= 0 else 0
             return text.count("\n", 0, index) + 1, index - (text.rfind("\n", 0, index) + 1) + 1
 
         lines = text.splitlines()
         for problem in rendered.math_problems:
-            line, col = at(problem.tex.strip())
+            line, col = at(problem.tex.strip(), problem.offset)
             self.diags.add(Diagnostic(shown, line, col, problem.message, lines[line - 1] if lines else ""))
         for href in rendered.links:
             message = links.problem(href)
@@ -477,6 +478,19 @@ class LinkTargets:
         if scheme == "index":
             return f"../../{anchor}" or "../../"
         return None
+
+
+class RecordingLinkTargets(LinkTargets):
+    """LinkTargets that remembers every question a lab asked (every link it wrote), with the answers."""
+
+    def __init__(self, lab_slugs, topic_slugs):
+        super().__init__(lab_slugs, topic_slugs)
+        self.asked: dict[str, str | None] = {}
+
+    def problem(self, href: str) -> str | None:
+        answer = super().problem(href)
+        self.asked[href] = answer
+        return answer
 
 
 def lab_folders(root: Path) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 
@@ -85,11 +86,12 @@ def cap_per_file(diagnostics, limit: int = MAX_ERRORS_PER_FILE) -> list["Diagnos
 def display_path(path: Path | str, root: Path | None = None) -> str:
     """A path as an author would type it: relative to the cwd where possible, else to ``root``."""
     p = Path(path)
-    for base in (Path.cwd(), root):  # the cwd first: that is where the author clicks from
+    resolved = p.resolve()
+    for base in (os.getcwd(), root):  # the cwd first: that is where the author clicks from
         if base is None:
             continue
         try:
-            return p.resolve().relative_to(base.resolve()).as_posix()
+            return resolved.relative_to(_resolved(os.path.abspath(base))).as_posix()
         except ValueError:
             continue
         except (OSError, RuntimeError):  # a loop of symbolic links: show the path as written
@@ -98,6 +100,14 @@ def display_path(path: Path | str, root: Path | None = None) -> str:
             except ValueError:
                 continue
     return p.as_posix()
+
+
+@lru_cache(maxsize=64)
+def _resolved(folder: str) -> Path:
+    """``Path(folder).resolve()`` of an absolute path, remembered: the cwd and the content root
+    are asked for again and again (a folder swapped for a symlink mid-run is not noticed; the
+    result is only ever shown)."""
+    return Path(folder).resolve()
 
 
 def did_you_mean(word: str, choices) -> str:

@@ -37,8 +37,10 @@ from pathlib import Path
 from typing import Any
 
 from generator import build as pipeline
+from generator.buildcache import digest_files as _digest, files_under as _files_under
 from generator.content import (
     LinkTargets,
+    RecordingLinkTargets as _Recording,
     SiteSource,
     assemble,
     lab_folders,
@@ -65,19 +67,6 @@ class Rebuild:
     labs_computed: tuple[str, ...]  # labs whose compute_lab ran (cache misses)
     pages_rendered: int
     seconds: float
-
-
-class _Recording(LinkTargets):
-    """LinkTargets that remembers every question a lab asked, so the answers can be re-checked."""
-
-    def __init__(self, lab_slugs, topic_slugs):
-        super().__init__(lab_slugs, topic_slugs)
-        self.asked: dict[str, str | None] = {}
-
-    def problem(self, href: str) -> str | None:
-        answer = super().problem(href)
-        self.asked[href] = answer
-        return answer
 
 
 @dataclass
@@ -109,34 +98,6 @@ class _PageLinks:
     hrefs: tuple[str, ...]
     targets: frozenset[str] = frozenset()
     problems: tuple[Diagnostic, ...] = ()
-
-
-def _files_under(folder: Path) -> list[tuple[str, Path]]:
-    """Every file below ``folder`` (recursively, following symlinks as the loader does, each
-    folder once: a loop of links is not walked forever), sorted."""
-    out: list[tuple[str, Path]] = []
-    seen: set[str] = set()
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
-        real = os.path.realpath(dirpath)
-        if real in seen:
-            dirnames[:] = []
-            continue
-        seen.add(real)
-        for name in filenames:
-            path = Path(dirpath, name)
-            out.append((path.relative_to(folder).as_posix(), path))
-    return sorted(out)
-
-
-def _digest(paths: Iterable[tuple[str, Path]]) -> str:
-    h = hashlib.sha256()
-    for rel, path in paths:
-        try:
-            data = path.read_bytes()
-        except OSError:  # vanished or unreadable mid-scan: the loader will say so
-            data = b"\0unreadable"
-        h.update(rel.encode("utf-8", "surrogateescape") + b"\0" + str(len(data)).encode() + b"\0" + data)
-    return h.hexdigest()
 
 
 def _load_recording(source: SiteSource, slug: str) -> tuple[Lab | None, tuple[Diagnostic, ...], dict[str, str | None]]:

@@ -22,6 +22,7 @@ import threading
 import unicodedata
 import xml.etree.ElementTree as etree
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import cast
 from html import unescape
 
@@ -118,8 +119,9 @@ def check_limits(source: str) -> None:
 
 @dataclass
 class MathProblem:
-    tex: str
+    tex: str  # the formula as written (what the caller looks for in the source to place the error)
     message: str
+    offset: int = 0  # where in ``tex`` the mistake is
 
 
 @dataclass
@@ -136,17 +138,75 @@ class _MathState:
         self.problems: list[MathProblem] = []
 
     def token(self, tex: str, display: bool) -> str:
-        try:
-            mathml = latex2mathml.converter.convert(tex.strip(), display="block" if display else "inline")
-        except Exception as exc:  # latex2mathml raises many kinds; all mean "bad TeX"
-            reason = str(exc) or re.sub(r"(?<!^)(?=[A-Z])", " ", type(exc).__name__).lower().removesuffix(" error")
-            self.problems.append(MathProblem(tex, f"cannot convert math ${tex}$ to MathML: {reason}"))
-            mathml = ""
-        # latex2mathml passes \text{…} through unescaped and turns \href/\style into attributes:
-        # its output is sanitised like the author's HTML, with an allow-list of MathML.
-        mathml = _compact_mathml(nh3.clean(mathml, tags=_MATHML_TAGS, attributes=_MATHML_ATTRIBUTES))
+        mathml, problem = _mathml(tex, display)
+        if problem is not None:
+            self.problems.append(MathProblem(tex, *problem))
         self.pieces.append(f'<div class="math-display">{mathml}</div>' if display else mathml)
         return _MATH_TOKEN.format(len(self.pieces) - 1)
+
+
+@lru_cache(maxsize=4096)
+def _mathml(tex: str, display: bool) -> tuple[str, tuple[str, int] | None]:
+    """One formula as sanitised, compacted MathML, and the problem with it (message and offset in
+    ``tex``; None if none). Remembered per formula: a site repeats its formulas from lab to lab."""
+    problem = _brace_problem(tex.strip())  # offsets count in the formula as stripped
+    try:
+        mathml = latex2mathml.converter.convert(tex.strip(), display="block" if display else "inline")
+    except Exception as exc:  # latex2mathml raises many kinds; all mean "bad TeX"
+        reason = str(exc) or re.sub(r"(?<!^)(?=[A-Z])", " ", type(exc).__name__).lower().removesuffix(" error")
+        problem = problem or (f"cannot convert math ${tex}$ to MathML: {reason}", 0)
+        mathml = ""
+    unknown = _UNKNOWN_COMMAND.search(mathml)
+    if problem is None and unknown:  # latex2mathml writes a command it does not know as text
+        command = unknown.group(1)
+        problem = (f"unknown TeX command {command} in ${tex}${did_you_mean_command(command)}",
+                   max(tex.strip().find(command), 0))
+    # latex2mathml passes \text{…} through unescaped and turns \href/\style into attributes:
+    # its output is sanitised like the author's HTML, with an allow-list of MathML.
+    return _compact_mathml(nh3.clean(mathml, tags=_MATHML_TAGS, attributes=_MATHML_ATTRIBUTES)), problem
+
+
+_UNKNOWN_COMMAND = re.compile(r"<m[ion][^>]*>(\\[A-Za-z]+)</m[ion]>")
+
+
+def _brace_problem(tex: str) -> tuple[str, int] | None:
+    """An unbalanced brace of ``tex`` (``\\{`` and ``\\}`` are characters, not groups): message, offset."""
+    opened: list[int] = []
+    i = 0
+    while i < len(tex):
+        c = tex[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "{":
+            opened.append(i)
+        elif c == "}":
+            if not opened:
+                return f"unbalanced braces in ${tex}$: this '}}' closes nothing", i
+            opened.pop()
+        i += 1
+    if opened:
+        return f"unbalanced braces in ${tex}$: this '{{' is never closed", opened[-1]
+    return None
+
+
+@lru_cache(maxsize=1)
+def _known_commands() -> tuple[str, ...]:
+    import latex2mathml.commands as commands
+
+    names = set()
+    for value in vars(commands).values():
+        items = value if isinstance(value, (set, tuple, list, frozenset, dict)) else (value,)
+        names.update(v for v in items if isinstance(v, str) and re.fullmatch(r"\\[A-Za-z]+", v))
+    return tuple(sorted(names))
+
+
+def did_you_mean_command(command: str) -> str:
+    """`` (did you mean \\sqrt?)`` for the known command closest to ``command``, or ""."""
+    import difflib
+
+    close = difflib.get_close_matches(command, _known_commands(), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 _MATHML_TAGS = {
@@ -214,7 +274,9 @@ class _DisplayMath(Preprocessor):
                 buf.append(line)
             else:
                 out.append(line)
-        if inside:  # an unclosed block stays as text for the author to see
+        if inside:  # an unclosed block stays as text for the author to see, and is an error
+            self.state.problems.append(MathProblem("$$", "unclosed $$: the display math opened here is never "
+                                                         "closed (a line with only $$ closes it)"))
             out.extend(["$$", *buf])
         return out
 
@@ -226,6 +288,27 @@ class _InlineMath(InlineProcessor):
 
     def handleMatch(self, m, data):
         return self.state.token(unescape(m.group(1)), display=False), m.start(0), m.end(0)
+
+
+class _LoneDollars(Treeprocessor):
+    """A ``$`` left in the text after math was taken out opens math that nothing closes. (Escaped
+    ``\\$`` and code are still stashed away at this point, so they are not seen.)"""
+
+    def __init__(self, md, state: _MathState):
+        super().__init__(md)
+        self.state = state
+
+    def run(self, root):
+        code = {id(e) for pre in root.iter("pre") for e in pre.iter()} | {id(e) for e in root.iter("code")}
+        for element in root.iter():
+            for text in ((element.text if id(element) not in code else None), element.tail):
+                for m in _LONE_DOLLAR.finditer(text or ""):
+                    needle = text[m.start():m.start() + 40].split("\n", 1)[0]
+                    self.state.problems.append(MathProblem(needle, "unclosed $: nothing closes the math this "
+                                                                   "'$' starts (write \\$ for a dollar sign)"))
+
+
+_LONE_DOLLAR = re.compile(r"(?<![\\$\w])\$(?=[^\s$])")
 
 
 class _Links(Treeprocessor):
@@ -245,10 +328,12 @@ class _Extension(Extension):
         self.links = links
 
     def extendMarkdown(self, md):
+        md.ESCAPED_CHARS.append("$")  # \$ writes a dollar sign, not math
         md.preprocessors.register(_DisplayMath(md, self.state), "display_math", 20)
         # Below backticks (190) so `$x$` inside code stays code.
         md.inlinePatterns.register(_InlineMath(r"(?<![\\$\w])\$(?!\s)([^$\n]+?)(?<!\s)\$(?![\w$])", md, self.state), "inline_math", 185)
         md.treeprocessors.register(_Links(md, self.links), "collect_links", 0)
+        md.treeprocessors.register(_LoneDollars(md, self.state), "lone_dollars", 1)
 
 
 def slugify(value: str, separator: str = "-") -> str:

@@ -11,7 +11,7 @@ import json
 import os
 import posixpath
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +19,7 @@ from typing import Any, Callable
 from urllib.parse import urlsplit
 
 import jinja2
+import numpy as np
 import rcssmin
 import rjsmin
 from markupsafe import Markup
@@ -61,16 +62,25 @@ def json_for_script(data: Any) -> Markup:
     """Serialise ``data`` for a ``<script type="application/json">`` (or ld+json) block.
 
     Keys are sorted and floats use Python's shortest round-trip form, so output is
-    deterministic. ``<``, ``>``, ``&`` and U+2028/U+2029 are escaped, so no string can close
+    deterministic. NumPy arrays and scalars are written as the lists and numbers they hold
+    (computed data stays in arrays until here). ``<``, ``>``, ``&`` and U+2028/U+2029 are escaped, so no string can close
     the script element or break a JavaScript parser. NaN and infinities are refused.
     """
     try:
-        text = json.dumps(data, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = json.dumps(data, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"),
+                          default=_json_default)
     except ValueError as exc:
         raise BuildError(f"cannot embed data in the page: {exc}") from None
     for char, escape in _SCRIPT_ESCAPES:  # str.replace is much faster than str.translate here
         text = text.replace(char, escape)
     return Markup(text)
+
+
+def _json_default(value: Any) -> Any:
+    """JSON for what :mod:`json` does not know: NumPy arrays and scalars (``tolist``/``item``)."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 @dataclass(frozen=True)
@@ -470,13 +480,18 @@ class Renderer:
             text += f"Sitemap: {self.base_url}sitemap.xml\n"
         return text.encode()
 
-    def render_all(self) -> dict[str, bytes]:
-        """Every output file, by its path inside the site folder."""
+    def render_all(self, rendered: Mapping[str, Mapping[str, bytes]] | None = None) -> dict[str, bytes]:
+        """Every output file, by its path inside the site folder. ``rendered`` holds labs' files
+        made before (by slug, as :meth:`lab_files` gives them), used instead of rendering them."""
         files: dict[str, bytes] = {}
         for name, data in self.asset_data.items():
             files[self.asset_names[name]] = data
         labs = self.content.labs
+        rendered = rendered or {}
         for i, lab in enumerate(labs):
+            if lab.slug in rendered:
+                files.update(rendered[lab.slug])
+                continue
             files.update(self.lab_files(lab, labs[i - 1] if i > 0 else None, labs[i + 1] if i + 1 < len(labs) else None))
         for topic in self.site.topics:
             files[f"topics/{topic.slug}/index.html"] = self.render_topic(topic)

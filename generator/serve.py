@@ -573,7 +573,13 @@ def _watch(folders: Iterable[Path], queue: ChangeQueue):
 # -- writing the site to disk --------------------------------------------------------------
 
 class _Mirror:
-    """Writes the latest good site to ``output`` after a short pause, one write at a time."""
+    """Writes the latest good site to ``output`` after a short pause, one write at a time.
+
+    The first write is a whole site swapped in (:func:`generator.build.write_site`); after it,
+    only the files that changed since the last write are written (each one atomically: a
+    temporary file beside it, renamed over it) and the files that went away are removed, so
+    a save does not rewrite a large site. Should the output stop being the folder this mirror
+    wrote (its marker gone, or a write failed), the next write is a whole site again."""
 
     def __init__(self, output: Path, warn: Callable[[str], None], delay: float = MIRROR_DELAY_SECONDS):
         self.output, self.warn, self.delay = output, warn, delay
@@ -581,6 +587,7 @@ class _Mirror:
         self._pending: dict[str, bytes] | None = None
         self._due = 0.0
         self._closed = False
+        self._on_disk: dict[str, bytes] | None = None  # what the last write left in output
         self._thread = threading.Thread(target=self._run, name="labs-mirror", daemon=True)
         self._thread.start()
 
@@ -608,9 +615,39 @@ class _Mirror:
                 if files is None:
                     return
             try:
-                pipeline.write_site(files, self.output)
+                self._write(files)
             except SiteError as exc:
+                self._on_disk = None
                 self.warn(f"could not write the site to disk (still serving it): {exc}")
+
+    def _write(self, files: dict[str, bytes]) -> None:
+        previous, self._on_disk = self._on_disk, None
+        target = self.output.resolve()
+        marker = target / pipeline.MARKER
+        if previous is None or not marker.is_file() or marker.read_bytes() != pipeline.MARKER_TEXT:
+            pipeline.write_site(files, self.output)
+            self._on_disk = files
+            return
+        try:
+            for rel, data in files.items():
+                old = previous.get(rel)
+                if old is data or old == data:
+                    continue
+                path = target / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                temporary = path.with_name(f".{path.name}.labs-tmp")
+                temporary.write_bytes(data)
+                os.replace(temporary, path)
+            for rel in sorted(set(previous) - set(files), reverse=True):
+                path = target / rel
+                path.unlink(missing_ok=True)
+                for folder in path.parents:  # drop folders left empty, up to the site's own
+                    if folder == target or any(folder.iterdir()):
+                        break
+                    folder.rmdir()
+        except OSError as exc:
+            raise SiteError(f"cannot write the site: {exc.strerror or exc}") from None
+        self._on_disk = files
 
 
 # -- the server ----------------------------------------------------------------------------

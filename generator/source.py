@@ -81,19 +81,23 @@ def read_text(path: Path, root: Path | None = None, *, allow_empty: bool = False
     """The UTF-8 text of ``path``; a :class:`ContentError` for a missing, unreadable,
     non-UTF-8 or empty file, or a folder where a file should be. With ``inside`` (the content
     folder), also for a file reached through a symbolic link that leads out of it."""
-    shown = display_path(path, root)
+    def shown() -> str:  # only when there is an error to report: it resolves the path
+        return display_path(path, root)
+
     if inside is not None:
         problem = outside_problem(path, inside, root)
         if problem is not None:
             raise ContentError([problem])
-    if not path.exists():
-        raise ContentError([Diagnostic(shown, 1, 1, "file not found")])
-    if path.is_dir():
-        raise ContentError([Diagnostic(shown, 1, 1, "expected a file but found a folder")])
     try:
         raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ContentError([Diagnostic(shown(), 1, 1, "file not found")]) from None
+    except IsADirectoryError:
+        raise ContentError([Diagnostic(shown(), 1, 1, "expected a file but found a folder")]) from None
     except OSError as exc:
-        raise ContentError([Diagnostic(shown, 1, 1, f"cannot read file: {exc.strerror}")]) from None
+        if path.is_dir():
+            raise ContentError([Diagnostic(shown(), 1, 1, "expected a file but found a folder")]) from None
+        raise ContentError([Diagnostic(shown(), 1, 1, f"cannot read file: {exc.strerror}")]) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -102,16 +106,16 @@ def read_text(path: Path, root: Path | None = None, *, allow_empty: bool = False
         # In characters, like every other column we print (the text before the bad byte is valid UTF-8).
         column = len(before[before.rfind(b"\n") + 1 :].decode("utf-8").removeprefix("\ufeff")) + 1
         raise ContentError(
-            [Diagnostic(shown, line, column, f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save it as UTF-8")]
+            [Diagnostic(shown(), line, column, f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save it as UTF-8")]
         ) from None
     text = text.removeprefix("\ufeff")
     nul = text.find("\0")
     if nul >= 0:  # a NUL byte: binary data or a broken save; YAML refuses it, Markdown would hide it
         line, column = _line_col(text, nul)
-        raise ContentError([_diag(shown, text, line, column, "a NUL byte (U+0000) is not allowed in a text file; "
-                                                             "remove it")])
+        raise ContentError([_diag(shown(), text, line, column, "a NUL byte (U+0000) is not allowed in a text file; "
+                                                               "remove it")])
     if not allow_empty and not text.strip():
-        raise ContentError([Diagnostic(shown, 1, 1, "file is empty")])
+        raise ContentError([Diagnostic(shown(), 1, 1, "file is empty")])
     return text
 
 
@@ -217,6 +221,37 @@ def _walk(doc: YamlDoc, node: yaml.Node, where: Where, diags: Diagnostics, seen:
     raise AssertionError(f"unknown YAML node {node!r}")
 
 
+# Where libyaml notices a mistake only on a later line, the line it was scanning is the wrong one:
+# a line with no ':' (a mis-indented or unfinished key), an unclosed quote or bracket.
+_LOOK_BACK = ("while scanning a simple key", "while scanning a quoted scalar", "while parsing a flow sequence",
+              "while parsing a flow mapping", "while scanning a block scalar")
+
+
+def _yaml_syntax_error(exc: yaml.MarkedYAMLError, text: str) -> tuple[int, int, str]:
+    """Line, column and message for a YAML syntax error: at the line that is wrong, naming a tab
+    when one is in the way (YAML forbids tabs in indentation, and libyaml's message never says so)."""
+    mark = exc.problem_mark or exc.context_mark
+    context = exc.context_mark
+    if mark is not None and context is not None and exc.context in _LOOK_BACK and context.line < mark.line:
+        mark = context
+    line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    problem = exc.problem or exc.context or "invalid YAML"
+    lines = text.split("\n")
+    for number in dict.fromkeys(m.line for m in (exc.problem_mark, context) if m is not None):
+        source = lines[number] if number < len(lines) else ""
+        indent = source[: len(source) - len(source.lstrip(" \t"))]
+        at = indent.find("\t") if "\t" in indent else (source.find("\t") if "cannot start any token" in problem else -1)
+        if at >= 0:
+            return number + 1, at + 1, ("invalid YAML: a tab character here; YAML indents with spaces only — "
+                                        "replace the tab with spaces")
+    if exc.context == "while scanning a quoted scalar" and mark is context:
+        return line, column, "invalid YAML: this quoted value is never closed"
+    if exc.context == "while scanning a simple key" and mark is context:
+        return line, column, ("invalid YAML: this line has no ':' — a key needs one, and a line that continues "
+                              "a value must be indented more than its key")
+    return line, column, f"invalid YAML: {problem}"
+
+
 _QUOTED_VALUE = re.compile(r"""\s*(?:-\s+)*(?:[^\s#'"\-][^#]*?:\s+)?(["'])""")
 
 
@@ -254,20 +289,13 @@ def load_yaml(path: Path, root: Path | None = None, *, inside: Path | None = Non
     try:
         node = yaml.compose(text, Loader=_SAFE_LOADER)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = exc.problem or exc.context or "invalid YAML"
-        if (exc.context or "").startswith("while scanning a quoted scalar") and exc.context_mark is not None \
-                and "end of stream" in (exc.problem or ""):
-            # libyaml gives up at the end of the file; the mistake is the quote that opened it
-            mark = exc.context_mark
-            problem = "this quote is never closed (the file ends inside it)"
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        opened = _unclosed_quote(text, line)
+        line, column, message = _yaml_syntax_error(exc, text)
+        opened = _unclosed_quote(text, line) if "tab character" not in message else None
         if opened is not None and opened[0] < line:  # a quote left open earlier ran on to here
-            problem = (f"this quote is not closed on its line (the YAML parser only noticed at line {line}: "
-                       f"{problem})")
+            message = (f"invalid YAML: this quote is not closed on its line (the YAML parser only noticed at "
+                       f"line {line}: {exc.problem or exc.context or 'invalid YAML'})")
             line, column = opened
-        raise ContentError([_diag(shown, text, line, column, f"invalid YAML: {problem}")]) from None
+        raise ContentError([_diag(shown, text, line, column, message)]) from None
     except yaml.reader.ReaderError as exc:  # a control character the reader refuses, at its place
         char = exc.character if isinstance(exc.character, str) else chr(exc.character)
         at = text.find(char)  # libyaml's position counts bytes; the first such character is the one refused

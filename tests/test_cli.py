@@ -138,6 +138,24 @@ def test_content_errors_exit_1_with_every_error_line(project, capsys):
     assert not (project / "site").exists()
 
 
+def test_a_key_typo_a_broken_anchor_and_a_wrong_answer_key_come_out_in_one_run(project, capsys):
+    beta_quiz = edit(project / "content/labs/beta/quiz.yaml", "correct: true", "corect: true")
+    beta_gist = edit(project / "content/labs/beta/gist.md", "lab:alpha#details", "lab:alpha#detials")
+    alpha_quiz = edit(project / "content/labs/alpha/quiz.yaml", "answer: cat", "answer: mat")
+    alpha_gist = edit(project / "content/labs/alpha/gist.md", "(index:)", "(#nowhere)")
+    (t_line, t_col), (b_line, b_col) = where(beta_quiz, "|corect: true"), where(beta_gist, "](|lab:alpha#detials)")
+    (a_line, a_col), (n_line, n_col) = where(alpha_quiz, "answer: |mat"), where(alpha_gist, "](|#nowhere)")
+    code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert (code, out) == (1, [])
+    assert err[0] == (f"content/labs/alpha/gist.md:{n_line}:{n_col}: error: link to a missing anchor: #nowhere")
+    assert err[1].startswith(f"content/labs/alpha/quiz.yaml:{a_line}:{a_col}: error: answer key 'mat' is wrong")
+    assert err[2] == (f"content/labs/beta/gist.md:{b_line}:{b_col}: error: link to a missing anchor: "
+                      "../alpha/#detials"), "a lab with a load error is link-checked as far as it loaded"
+    assert err[3].startswith(f"content/labs/beta/quiz.yaml:{t_line}:{t_col}: error: unknown key 'corect'")
+    assert err[4:] == ["4 errors; nothing was written"]
+    assert not (project / "site").exists()
+
+
 def test_a_computed_error_comes_after_the_load_line(project, capsys):
     quiz = edit(project / "content/labs/alpha/quiz.yaml", "answer: cat", "answer: mat")
     line, column = where(quiz, "answer: |mat")

@@ -156,6 +156,17 @@ CASES = [
                       "unknown tag 'VRB' on 'sat' (did you mean 'VERB'?); tags: DET, NOUN, PRON, VERB, AUX, ADJ, "
                       "ADV, ADP, CONJ, PART, NUM, PUNCT (also PROPN = NOUN, CCONJ/SCONJ = CONJ, PREP = ADP)"),
                  id="unknown-tag-in-the-default-sentence"),
+    pytest.param(Case(LAB + "gist.md", "**softmax**", "$\\sqr{d}$", "$|\\sqr{d}$",
+                      "unknown TeX command \\sqr in $\\sqr{{d}}$ (did you mean \\sqrt?)"), id="tex-unknown-command"),
+    pytest.param(Case(LAB + "gist.md", "**softmax**", "$\\frac{a}{b$", "$\\frac{a}|{b$",
+                      "unbalanced braces in $\\frac{{a}}{{b$: this '{{' is never closed"), id="tex-unclosed-brace"),
+    pytest.param(Case(LAB + "gist.md", "**softmax**", "$x^2}$", "$x^2|}$",
+                      "unbalanced braces in $x^2}}$: this '}}' closes nothing"), id="tex-stray-brace"),
+    pytest.param(Case(LAB + "gist.md", "**softmax**", "$QK^T and more", "|$QK^T and",
+                      "unclosed $: nothing closes the math this '$' starts (write \\$ for a dollar sign)"),
+                 id="tex-unclosed-dollar"),
+    pytest.param(Case(LAB + "faq.yaml", "answer: >-\n", "answer: >-\n    Costs $\\sqr{2}$ here.\n", "$|\\sqr{2}",
+                      "unknown TeX command \\sqr in $\\sqr{{2}}$ (did you mean \\sqrt?)"), id="tex-in-yaml"),
     pytest.param(Case(LAB + "gist.md", "**softmax**", "[softmax](other.html)", "[softmax](|other.html)",
                       "link to a page that does not exist: other.html"), id="link-to-missing-page"),
     pytest.param(Case("content/site.yaml", "base_url: https://attention-labs.github.io/",
@@ -231,7 +242,7 @@ CASES = [
                       "lab 'attention' needs a faq.yaml (run `labs new attention` to see a complete lab)"),
                  id="missing-lab-file"),
     pytest.param(Case("content/site.yaml", None, DELETE, None, "file not found"), id="missing-site-file"),
-    pytest.param(Case(LAB + "lab.yaml", "title: Attention\n", "title: [Attention\n", "subtitle|:",
+    pytest.param(Case(LAB + "lab.yaml", "title: Attention\n", "title: [Attention\n", "title: |[Attention",
                       f"invalid YAML: {UNCLOSED_LIST}"), id="yaml-syntax"),
     pytest.param(Case(LAB + "lab.yaml", "title: Attention\n", "title: !!python/object/apply:os.system [echo hi]\n",
                       "title: |!!python", "YAML tag 'tag:yaml.org,2002:python/object/apply:os.system' is not allowed; "
@@ -465,8 +476,8 @@ def test_a_quote_left_open_at_the_end_of_a_file_is_reported_at_the_quote(project
     faq.write_text(text, encoding="utf-8")
     line, column = position(text, 'question: |"Unclosed?')
     code, err = build(capsys)
-    assert (code, err) == (1, [f"{LAB}faq.yaml:{line}:{column}: error: invalid YAML: this quote is never closed "
-                               "(the file ends inside it)", "1 error; nothing was written"])
+    assert (code, err) == (1, [f"{LAB}faq.yaml:{line}:{column}: error: invalid YAML: this quoted value is never closed",
+                               "1 error; nothing was written"])
 
 
 def test_a_raw_html_id_clash_in_markdown_is_blamed_on_the_markdown_line(project, capsys):

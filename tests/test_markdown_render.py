@@ -150,3 +150,28 @@ def test_mathml_is_in_place_before_sanitising_and_survives_it():
     html = render_markdown('<abbr title="$x$">a</abbr> and $\\sqrt{d}$ <span onclick="x()">b</span>').html
     assert "<msqrt>" in html and "onclick" not in html
     assert 'title="<math' not in html  # MathML never lands unescaped inside an attribute
+
+
+@pytest.mark.parametrize("source, problem", [
+    pytest.param(r"Root $\sqr{d}$ here", ("\\sqr{d}", 0, "unknown TeX command \\sqr"), id="unknown-command"),
+    pytest.param(r"Frac $\frac{a}{b$ x", ("\\frac{a}{b", 8, "this '{' is never closed"), id="unclosed-brace"),
+    pytest.param(r"Brace $a}$", ("a}", 1, "this '}' closes nothing"), id="stray-brace"),
+    pytest.param("Costs $5 only", ("$5 only", 0, "unclosed $"), id="unclosed-dollar"),
+    pytest.param("a\n\n$$\nx^2\n", ("$$", 0, "unclosed $$"), id="unclosed-display-math"),
+])
+def test_tex_mistakes_are_problems_with_their_offset(source, problem):
+    (found,) = render_markdown(source).math_problems
+    assert (found.tex.strip(), found.offset) == problem[:2] and problem[2] in found.message
+
+
+@pytest.mark.parametrize("source, html", [
+    pytest.param(r"Price \$5, or \$x\$", "<p>Price $5, or $x$</p>", id="escaped-dollars"),
+    pytest.param("US$5 and `$x` in code", "<p>US$5 and <code>$x</code> in code</p>", id="no-math"),
+    pytest.param("```\nx = $5\n```", None, id="fenced-code"),
+    pytest.param(r"Set \{a\} is $\{a\}$", None, id="escaped-braces"),
+])
+def test_dollars_and_braces_that_are_not_mistakes(source, html):
+    rendered = render_markdown(source)
+    assert rendered.math_problems == []
+    if html is not None:
+        assert rendered.html == html

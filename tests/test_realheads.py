@@ -27,6 +27,7 @@ from generator.kinds.attention.cache import (
     empty_cache,
     entry_attention,
     load_cache,
+    load_cache_arrays,
     refresh_cache,
     save_cache,
 )
@@ -287,6 +288,54 @@ def test_cache_file_round_trips_deterministically(tiny_model, tiny_dir, tmp_path
     ), "one sentence per line, sorted"
     assert "Café — naïve" in text, "non-ASCII stays readable"
     assert text.endswith("}\n")
+
+
+def test_cache_arrays_are_the_cache_read_once_per_content(tiny_model, tiny_dir, tmp_path):
+    sha = checkpoint_sha256(tiny_dir)
+    cache, _ = refresh_cache(empty_cache(), tiny_model, sha, ["the cat", SENTENCE])
+    path, copy = tmp_path / "heads.json", tmp_path / "copy.json"
+    save_cache(path, cache)
+    save_cache(copy, cache)
+    arrays = load_cache_arrays(path)
+    for sentence, entry in cache["entries"][sha].items():
+        got = arrays["entries"][sha][sentence]
+        assert got["attention"].dtype == np.int16 and not got["attention"].flags.writeable
+        assert got["attention"].tolist() == entry["attention"]
+        assert {k: v for k, v in got.items() if k != "attention"} == {k: v for k, v in entry.items() if k != "attention"}
+    assert load_cache_arrays(copy) is arrays, "a file with the same bytes is decoded once"
+    _rewrite_entry(copy, "the cat", lambda e: e["attention"][0][0][0].__setitem__(0, e["attention"][0][0][0][0] + 1))
+    with pytest.raises(ContentError, match="sum to exactly 1000"):
+        load_cache_arrays(copy)  # new bytes: read and checked again
+
+
+def test_cache_arrays_from_any_layout_and_the_same_errors_as_json(tiny_model, tiny_dir, tmp_path):
+    sha = checkpoint_sha256(tiny_dir)
+    cache, _ = refresh_cache(empty_cache(), tiny_model, sha, ["the cat", SENTENCE])
+    path = tmp_path / "heads.json"
+    path.write_text(json.dumps(cache, indent=2), encoding="utf-8")  # reformatted by hand: read by json
+    arrays = load_cache_arrays(path)
+    assert {s: e["attention"].tolist() for s, e in arrays["entries"][sha].items()} == \
+        {s: e["attention"] for s, e in cache["entries"][sha].items()}
+    save_cache(path, cache)
+    text = path.read_text(encoding="utf-8")
+    first = cache["entries"][sha]["the cat"]["attention"][0][0][0]
+    row = "[" + ",".join(map(str, first)) + "]"
+    assert row in text
+    for damaged in (text.replace(row, "[0" + row[1:], 1),  # a leading zero: not JSON
+                    text.replace(row, row[:-1] + ",1]", 1),  # a row one longer
+                    text.replace(row, row.replace(",", ", ", 1), 1),  # a space: still JSON, same entry
+                    text.replace("},\n", "}\n", 1)):  # a missing comma between entries
+        path.write_text(damaged, encoding="utf-8")
+        try:
+            expected = load_cache(path)
+        except ContentError as exc:
+            with pytest.raises(ContentError) as got:
+                load_cache_arrays(path)
+            assert [str(d) for d in got.value.diagnostics] == [str(d) for d in exc.diagnostics]
+        else:
+            got = load_cache_arrays(path)
+            assert {s: e["attention"].tolist() for s, e in got["entries"][sha].items()} == \
+                {s: e["attention"] for s, e in expected["entries"][sha].items()}
 
 
 def test_missing_cache_file_is_an_empty_cache(tmp_path):

@@ -575,6 +575,42 @@ def test_an_error_shows_an_overlay_until_it_is_fixed(start_server, browser, tmp_
     other.close()
 
 
+def test_the_mirror_writes_only_the_files_that_changed(tmp_path):
+    from generator.serve import _Mirror
+
+    output = tmp_path / "site"
+    mirror = _Mirror(output, lambda message: pytest.fail(message), delay=0)
+
+    def settle(expected: dict[str, bytes]) -> None:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            on_disk = {p.relative_to(output).as_posix(): p.read_bytes() for p in output.rglob("*") if p.is_file()} \
+                if output.is_dir() else {}
+            if on_disk == expected:
+                return
+            time.sleep(0.02)
+        pytest.fail(f"the mirror never wrote {sorted(expected)}")
+
+    first = {pipeline.MARKER: pipeline.MARKER_TEXT, "index.html": b"one", "labs/a/index.html": b"a",
+             "labs/b/index.html": b"b"}
+    try:
+        mirror.submit(first, now=True)
+        settle(first)
+        untouched = (output / "labs/a/index.html").stat()
+        second = {**first, "index.html": b"two", "labs/c/index.html": b"c"}
+        del second["labs/b/index.html"]
+        mirror.submit(second, now=True)
+        settle(second)
+        after = (output / "labs/a/index.html").stat()
+        assert (after.st_ino, after.st_mtime_ns) == (untouched.st_ino, untouched.st_mtime_ns), "rewritten"
+        assert not (output / "labs/b").exists(), "a lab's folder that went away is removed"
+        (output / pipeline.MARKER).unlink()  # not ours any more: the next write is a whole site again
+        mirror.submit(first, now=True)
+        settle(first)
+    finally:
+        mirror.close()
+
+
 def test_the_overlay_caps_errors_per_file_and_counts_them_all(tmp_path):
     from generator.serve import DevServer
 

@@ -51,7 +51,34 @@ def test_yaml_syntax_error_position(tmp_path):
     with pytest.raises(ContentError) as exc:
         load_yaml(tmp_path / "a.yaml", tmp_path)
     message = _only(exc)
-    assert message.startswith("a.yaml:3:5: error: invalid YAML:"), message
+    assert message.startswith("a.yaml:2:8: error: invalid YAML:"), message  # the '[' never closed
+
+
+TAB = "a tab character here; YAML indents with spaces only"
+
+
+@pytest.mark.parametrize("text, where, message", [
+    pytest.param("a: 1\n\tb: 2\n", "2:1", TAB, id="tab-before-a-key"),
+    pytest.param("a:\n  - x\n\t- y\n", "3:1", TAB, id="tab-before-a-list-item"),
+    pytest.param("a: 1\nc:\n  \t- 1\n", "3:3", TAB, id="tab-after-spaces"),
+    pytest.param("a: 1\nb\nc: 2\n", "2:1", "this line has no ':'", id="line-without-colon"),
+    pytest.param("a:\n  b: 1\n  c\n  d: 2\n", "3:3", "this line has no ':'", id="nested-line-without-colon"),
+    pytest.param('a: "unclosed\nb: 2\n', "1:4", "this quoted value is never closed", id="unclosed-quote"),
+    pytest.param("a: [1, 2\nb: 2\n", "1:4", "did not find expected ',' or ']'", id="unclosed-bracket"),
+    pytest.param("a:\n  - x\n - y\nb: 1\n", "3:2", "did not find expected key", id="under-indented-item"),
+])
+def test_yaml_syntax_errors_name_a_tab_and_point_at_the_wrong_line(tmp_path, text, where, message):
+    path = tmp_path / "a.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ContentError) as exc:
+        load_yaml(path, tmp_path)
+    assert str(exc.value).startswith(f"a.yaml:{where}: error: invalid YAML: {message}"), str(exc.value)
+
+
+def test_a_tab_inside_a_quoted_value_is_fine(tmp_path):
+    path = tmp_path / "a.yaml"
+    path.write_text('a: "x\ty"\n', encoding="utf-8")
+    assert load_yaml(path, tmp_path).data == {"a": "x\ty"}
 
 
 def test_duplicate_key_is_an_error(tmp_path):

@@ -100,6 +100,9 @@ class LabKind:
     widget_title: ClassVar[str] = "Try it"
     #: one line for `labs new --help` and `labs kinds`
     description: ClassVar[str] = ""
+    #: part of the build cache's key: change it when the kind's output changes for the same input
+    #: in a way its files do not show (the cache also hashes the kind's package folder)
+    version: ClassVar[str] = "1"
 
     name: str = ""  # the entry-point name, set by the registry
 

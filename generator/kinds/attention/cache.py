@@ -173,8 +173,15 @@ def _entry_lines(text: str) -> tuple[dict[str, int], dict[tuple[str, str], int]]
 
 def _entry_problems(entry) -> list[str]:
     """Everything wrong with one cache entry (empty list: it is valid)."""
+    return _check_entry(entry)[0]
+
+
+def _check_entry(entry) -> tuple[list[str], np.ndarray | None]:
+    """Everything wrong with one cache entry, and its attention as a read-only int16 array
+    ([layers, heads, n, n] per mille) when it is valid. The nested lists are turned into one
+    array once, and every check on them is done on the array."""
     if not isinstance(entry, dict):
-        return ["entry must be an object"]
+        return ["entry must be an object"], None
     problems = []
     missing = [k for k in ENTRY_KEYS if k not in entry]
     unknown = sorted(set(entry) - set(ENTRY_KEYS))
@@ -183,10 +190,10 @@ def _entry_problems(entry) -> list[str]:
     if unknown:
         problems.append(f"entry has unknown key(s) {', '.join(unknown)}")
     if problems:
-        return problems
+        return problems, None
     words, special, pieces, piece_words = entry["words"], entry["special"], entry["pieces"], entry["piece_words"]
     if not (isinstance(words, list) and len(words) >= 2 and all(isinstance(w, str) for w in words)):
-        return ["'words' must be a list of at least 2 strings ([CLS] and [SEP])"]
+        return ["'words' must be a list of at least 2 strings ([CLS] and [SEP])"], None
     n = len(words)
     if not (isinstance(special, list) and len(special) == n and all(isinstance(s, bool) for s in special)):
         problems.append(f"'special' must be a list of {n} booleans, one per word")
@@ -210,7 +217,95 @@ def _entry_problems(entry) -> list[str]:
         problems.append("'attention' must hold integers (per mille)")
     elif np.any(attention < 0) or np.any(attention.sum(axis=-1) != PER_MILLE):
         problems.append(f"every 'attention' row must be non-negative and sum to exactly {PER_MILLE}")
-    return problems
+    if problems:
+        return problems, None
+    weights = attention.astype(np.int16)  # 0..1000 fits; a quarter of int64's memory
+    weights.flags.writeable = False
+    return [], weights
+
+
+_ATTENTION_TEXT = re.compile(r"[0-9,\[\]]+")
+_NO_BRACKETS = str.maketrans("", "", "[]")
+_NO_DIGITS = str.maketrans("", "", "0123456789")
+
+
+def _decode_saved(text: str) -> Cache | None:
+    """The cache in ``text`` when it is laid out exactly as :func:`save_cache` writes it, with each
+    entry's attention as an int64 array; None for anything else (then :mod:`json` decodes it and
+    reports what is wrong). Decoding 10,000 per-mille integers per sentence with :mod:`json`
+    and then turning the nested lists into an array was most of a lab's load; here the integers
+    are read by NumPy straight from the text, after checking that the brackets around them are
+    exactly those of a [layers][heads][n][n] array."""
+    lines = text.split("\n")
+    if len(lines) < 7 or lines[:2] != ["{", '"entries": {'] or lines[-2:] != ["}", ""]:
+        return None
+    decoder = json.JSONDecoder()
+    entries: dict[str, dict] = {}
+    i = 2
+    try:
+        while lines[i] != "},":
+            if not lines[i].endswith(": {"):
+                return None
+            sha = json.loads(lines[i][:-3])
+            by_sentence: dict[str, dict] = {}
+            i += 1
+            while True:
+                line = lines[i]
+                sentence, end = decoder.raw_decode(line)
+                if not isinstance(sentence, str) or line[end:end + 2] != ": ":
+                    return None
+                last = not line.endswith(",")
+                entry = _decode_entry(line[end + 2:] if last else line[end + 2:-1])
+                if entry is None:
+                    return None
+                by_sentence[sentence] = entry
+                i += 1
+                if last:
+                    break
+            if not isinstance(sha, str) or lines[i] not in ("}", "},"):
+                return None
+            entries[sha] = by_sentence
+            i += 1
+            if lines[i - 1] == "}" and lines[i] != "},":
+                return None
+        rest = json.loads("{" + "".join(lines[i + 1:]))
+    except (ValueError, IndexError):
+        return None
+    if not isinstance(rest, dict) or "entries" in rest:
+        return None
+    return {"entries": entries, **rest}
+
+
+def _decode_entry(value: str) -> dict | None:
+    """One entry as :func:`save_cache` writes it (``{"attention":[[[[…]]]],"pieces":…}``), or None."""
+    prefix = '{"attention":'
+    end = value.find(']]]],"', len(prefix))
+    if not value.startswith(prefix) or end < 0:
+        return None
+    text = value[len(prefix):end + 4]
+    entry = json.loads("{" + value[end + 5:])
+    words = entry.get("words") if isinstance(entry, dict) else None
+    if "attention" in entry or not isinstance(words, list) or not words or not _ATTENTION_TEXT.fullmatch(text):
+        return None
+    skeleton = text.translate(_NO_DIGITS)
+    numbers = np.fromstring(text.translate(_NO_BRACKETS), dtype=np.int64, sep=",")
+    # Every number as JSON writes it (no leading zeros), below 10,000: its digits are then
+    # exactly 1 + [>= 10] + [>= 100] + [>= 1000] (anything else is left to json to judge).
+    if numbers.size == 0 or numbers.max() >= 10_000 or \
+            int(numbers.size + (numbers >= 10).sum() + (numbers >= 100).sum() + (numbers >= 1000).sum()) \
+            != len(text) - len(skeleton):
+        return None
+    n = len(words)
+    layers = text.count("]]],[[[") + 1
+    if numbers.size % (n * n * layers):
+        return None
+    heads = numbers.size // (n * n * layers)
+    row = "[" + "," * (n - 1) + "]"
+    matrix = "[" + ",".join([row] * n) + "]"
+    layer = "[" + ",".join([matrix] * heads) + "]"
+    if skeleton != "[" + ",".join([layer] * layers) + "]":
+        return None
+    return {"attention": numbers.reshape(layers, heads, n, n), **entry}
 
 
 def load_cache(path: Path) -> Cache:
@@ -221,19 +316,61 @@ def load_cache(path: Path) -> Cache:
     or :class:`BuildError` if the file cannot be read.
     """
     path = Path(path)
-    shown = display_path(path)
-    if not path.exists():
-        return empty_cache()
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return empty_cache()
+    except OSError as exc:
+        raise BuildError(f"cannot read cache: {exc.strerror}", path=display_path(path)) from None
+    return _parse(path, raw)[0]
+
+
+# Caches already read by this process, by the SHA-256 of their bytes: a file is decoded and
+# validated once however many labs or rebuilds read it. Small: a lab's cache is ~80 KB of JSON,
+# a few hundred KB as arrays, and only the most recent ones are kept.
+_LOADED: dict[str, Cache] = {}
+_LOADED_MAX = 64
+
+
+def load_cache_arrays(path: Path) -> Cache:
+    """:func:`load_cache`, with each entry's ``attention`` as a read-only int16 NumPy array
+    ``[layers, heads, n, n]`` (per mille). Read once per distinct file content and shared:
+    callers must not modify what it returns. Raises as :func:`load_cache`."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return empty_cache()
+    except OSError as exc:
+        raise BuildError(f"cannot read cache: {exc.strerror}", path=display_path(path)) from None
+    key = hashlib.sha256(raw).hexdigest()
+    cached = _LOADED.get(key)
+    if cached is None:
+        data, arrays = _parse(path, raw, fast=True)
+        cached = {**data, "entries": {sha: {sentence: {**entry, "attention": arrays[sha, sentence]}
+                                            for sentence, entry in by_sentence.items()}
+                                      for sha, by_sentence in data["entries"].items()}}
+        if len(_LOADED) >= _LOADED_MAX:
+            _LOADED.pop(next(iter(_LOADED)))
+        _LOADED[key] = cached
+    return cached
+
+
+def _parse(path: Path, raw: bytes, fast: bool = False) -> tuple[Cache, dict[tuple[str, str], np.ndarray]]:
+    """Decode and validate a cache file's bytes: the cache, and each entry's attention array.
+    With ``fast``, a file in exactly :func:`save_cache`'s layout is decoded by :func:`_decode_saved`
+    (its entries' attention already arrays); any other file by :mod:`json`."""
+    shown = display_path(path)
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ContentError([Diagnostic(shown, 1, 1, f"cache is not valid UTF-8 (byte offset {exc.start})")]) from None
-    except OSError as exc:
-        raise BuildError(f"cannot read cache: {exc.strerror}", path=shown) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ContentError([Diagnostic(shown, exc.lineno, exc.colno, f"cache is not valid JSON: {exc.msg}")]) from None
+    data = _decode_saved(text) if fast else None
+    if data is None:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ContentError([Diagnostic(shown, exc.lineno, exc.colno, f"cache is not valid JSON: {exc.msg}")]) from None
 
     problems: list[Diagnostic] = []
 
@@ -254,6 +391,7 @@ def load_cache(path: Path) -> Cache:
         report(1, "'entries' must be an object mapping checkpoint SHA-256 to sentences")
         raise ContentError(problems)
     sha_lines, entry_lines = _entry_lines(text)
+    arrays: dict[tuple[str, str], np.ndarray] = {}
     for sha, by_sentence in entries.items():
         line = sha_lines.get(sha, 1)
         if not _SHA_RE.fullmatch(sha):
@@ -266,12 +404,13 @@ def load_cache(path: Path) -> Cache:
             entry_line = entry_lines.get((sha, sentence), line)
             if not sentence.strip():
                 report(entry_line, "an entry's sentence is empty")
-            entry_problems = _entry_problems(entry)
+            entry_problems, attention = _check_entry(entry)
             for problem in entry_problems:
                 report(entry_line, f"{sentence[:40]!r}: {problem}")
-            if entry_problems:
+            if attention is None:
                 continue
-            layers_heads = np.shape(entry["attention"])[:2]
+            arrays[sha, sentence] = attention
+            layers_heads = attention.shape[:2]
             if expected is None:
                 expected = (layers_heads, sentence)
             elif layers_heads != expected[0]:
@@ -283,4 +422,4 @@ def load_cache(path: Path) -> Cache:
                 )
     if problems:
         raise ContentError(problems)
-    return data
+    return data, arrays

@@ -272,7 +272,7 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
     """
     from generator.kinds.attention import cache as cachefile
 
-    cache = cachefile.load_cache(spec.cache)
+    cache = cachefile.load_cache_arrays(spec.cache)  # attention as int16 arrays, read once per file content
     folder = model_dir or (spec.checkpoint if spec.checkpoint and spec.checkpoint.is_dir() else None)
     notes: list[str] = []
     model = None
@@ -301,6 +301,7 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
                 with _blamed_on_lab_yaml(spec, model_dir):
                     model = load_model(folder)
             entry = cachefile.compute_entry(model, text)
+            entry = {**entry, "attention": np.asarray(entry["attention"], dtype=np.int16)}
             notes.append(f"{spec.cache_shown}: {text!r} computed from the checkpoint but not cached; "
                          f"run `labs heads --model {display_path(folder)}` to store it")
         if entry is None:
@@ -315,8 +316,7 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
     if problems:
         raise ContentError(problems)
     first = next((entries[sid] for sid in sentences), None)
-    layers = len(first["attention"]) if first else 0
-    heads = len(first["attention"][0]) if first else 0
+    layers, heads = first["attention"].shape[:2] if first else (0, 0)
     return {
         "model": spec.name,
         "sha256": sha,
@@ -404,7 +404,7 @@ def _finder(spec: ModelSpec, widget, entries: dict[str, dict]) -> list[dict]:
             ok.append((r, q, k))
         if not ok:
             continue
-        attention = np.asarray(entry["attention"], dtype=np.int32)  # [L, H, n, n] per mille
+        attention = entry["attention"].astype(np.int32)  # [L, H, n, n] per mille
         qs, ks = [q for _, q, _ in ok], [k for _, _, k in ok]
         hits, weights = realheads.pair_outcomes(attention, qs, ks, entry["special"])  # [L, H, R]
         offsets = realheads.offset_guesses(qs, entry["special"])  # [O, R]
