@@ -1021,7 +1021,7 @@ def test_first_visit_weighs_at_most_35_kb_gzip_and_115_kb_raw(shipped):
     from urllib.parse import urlsplit
 
     page = shipped.folder / LAB / "index.html"
-    html = page.read_text(encoding="utf-8")
+    html = re.sub(r"<noscript>.*?</noscript>", "", page.read_text(encoding="utf-8"), flags=re.S)  # not fetched with JS
     refs = re.findall(r'<(?:link\b[^>]*\brel="(?:stylesheet|icon|preload|modulepreload)"[^>]*\bhref|script\b[^>]*\bsrc)="([^"]+)"', html)
     files = [("index.html", page.read_bytes())] + [(r, (page.parent / r).read_bytes()) for r in refs if not urlsplit(r).scheme]
     raw = sum(len(b) for _, b in files)
@@ -1063,3 +1063,17 @@ def test_download_the_view_as_svg_and_png(page, shipped, data, where):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
     assert 1200 <= width <= 2400 and 600 <= height <= 2400 and 20_000 < len(png) < 1_500_000, (width, height, len(png))
+
+
+def test_without_javascript_the_spotlight_reserves_no_screen(browser, shipped):
+    """With scripts the spotlight holds a screen's height until drawn (no layout shift); without
+    them nojs.css lifts that, so the no-script message is followed straight by the lesson."""
+    ctx = browser.new_context(java_script_enabled=False, viewport={"width": 375, "height": 812})
+    try:
+        page = ctx.new_page()
+        page.goto(shipped.url("http", LAB))
+        expect(page.get_by_text("The spotlight needs JavaScript")).to_be_visible()
+        height = page.evaluate("document.getElementById('spotlight').getBoundingClientRect().height")
+        assert height < 300, f"the spotlight keeps {height}px of empty space without JavaScript"
+    finally:
+        ctx.close()

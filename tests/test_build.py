@@ -67,7 +67,7 @@ def test_output_has_every_page_the_sitemap_robots_and_fingerprinted_assets(proje
     assert {f.split("/")[1] for f in beside} == {"alpha", "beta"}
     assert files == {
         "index.html", "labs/alpha/index.html", "labs/beta/index.html", "topics/basics/index.html",
-        "topics/later/index.html", "404.html", "sitemap.xml", "robots.txt", "assets/favicon.svg", MARKER,
+        "topics/later/index.html", "404.html", "sitemap.xml", "robots.txt", "assets/favicon.svg", "assets/nojs.css", MARKER,
         css[0], js[0], *kind, *beside,
     }
 

@@ -252,7 +252,8 @@ def test_assets_are_fingerprinted(site):
     assert len(css) == len(js) == 1
     assert re.fullmatch(r"assets/site\.[0-9a-f]{8}\.css", css[0]) and re.fullmatch(r"assets/site\.[0-9a-f]{8}\.js", js[0])
     index = site.soup("index.html")
-    assert index.find("link", rel="stylesheet")["href"] == css[0]
+    assert [link["href"] for link in index.find_all("link", rel="stylesheet") if not link.find_parent("noscript")] == [css[0]]
+    assert [link["href"] for link in index.select("noscript link")] == ["assets/nojs.css"]  # only without JavaScript
     assert index.find("script", src=True)["src"] == js[0]
 
 

@@ -444,6 +444,7 @@
     }
     Labs.pattern?.paint(v);
     if (!loading) root.dataset.ready = "true";
+    if (!root.hasAttribute("data-started")) root.setAttribute("data-started", ""); // drops the reserved height
   }
 
   /* The head's description is clamped to a line or two (phones: the sentence stays in view);
