@@ -34,6 +34,8 @@ a one-sided sign test at p < :data:`BEATS_MAX_P`.
 
 from __future__ import annotations
 
+import functools
+
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -329,6 +331,19 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
     }, notes
 
 
+@functools.lru_cache(maxsize=1024)
+def _designed_weights(words: tuple, heads: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The designed heads' ÷√d weights for a self-attention sentence, read-only. Remembered per
+    process: labs share finder sentences, and a large site computes them once per worker."""
+    results = teaching.compute(words, kind="self", heads=heads)
+    out = {}
+    for hid in heads:
+        weights = np.array(results[hid].weights)
+        weights.setflags(write=False)
+        out[hid] = weights
+    return out
+
+
 def learned_matches(widget, finder_sentences, entries: dict[str, dict]) -> dict[str, Any]:
     """For each designed head of the widget, the real head whose rows agree best with its rows
     (:mod:`generator.attention.agreement`), over the widget's self-attention sentences and the
@@ -347,9 +362,9 @@ def learned_matches(widget, finder_sentences, entries: dict[str, dict]) -> dict[
         entry = entries[s.id]
         align = np.array([-1 if a is None else a for a in _align(s.queries, entry["words"], entry["special"])])
         real = np.asarray(entry["attention"], dtype=np.float64)  # [L, H, m, m] per mille
-        results = teaching.compute(s.query_words, kind="self", heads=widget.head_ids)
+        designed = _designed_weights(tuple(s.query_words), tuple(widget.head_ids))
         for hid in widget.head_ids:
-            rows = agreement(results[hid].weights, real, align)  # [L, H, r]
+            rows = agreement(designed[hid], real, align)  # [L, H, r]
             totals[hid] = totals.get(hid, 0) + rows.sum(axis=-1)
             counts[hid] += rows.shape[-1]
             sentences[hid] += rows.shape[-1] > 0
