@@ -37,6 +37,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from generator.source import walk_once
+
 log = logging.getLogger(__name__)
 
 CACHE_DIR_NAME = ".labs-cache"
@@ -54,13 +56,7 @@ def files_under(folder: Path) -> list[tuple[str, Path]]:
     """Every file below ``folder`` (recursively, following symlinks as the loader does, each
     folder once: a loop of links is not walked forever), sorted."""
     out: list[tuple[str, Path]] = []
-    seen: set[str] = set()
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
-        real = os.path.realpath(dirpath)
-        if real in seen:
-            dirnames[:] = []
-            continue
-        seen.add(real)
+    for dirpath, _, filenames in walk_once(folder):
         for name in filenames:
             path = Path(dirpath, name)
             out.append((path.relative_to(folder).as_posix(), path))

@@ -28,7 +28,7 @@ from generator.kinds import LabKind, get_kind, kind_names
 from generator.markdown_render import MarkdownLimit, RenderedMarkdown, render_markdown, slugify
 from generator.model import (Card, Content, FaqItem, Lab, LegendItem, Option, Question, Quiz, Section, Site, Topic,
                              quiz_storage_key)
-from generator.source import Reader, YamlDoc, load_yaml, outside_problem, read_text
+from generator.source import Reader, YamlDoc, load_yaml, outside_problem, read_text, walk_once
 
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?")
@@ -612,13 +612,7 @@ def static_files(root: Path, generated: Mapping[str, bytes]) -> dict[str, bytes]
         raise ContentError([Diagnostic(display_path(folder, Path(root).parent), 1, 1,
                                        "content/static must be a folder of files to copy into the site")])
     out: dict[str, bytes] = {}
-    seen: set[str] = set()
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
-        real = os.path.realpath(dirpath)
-        if real in seen:
-            dirnames[:] = []
-            continue
-        seen.add(real)
+    for dirpath, dirnames, filenames in walk_once(folder):
         here = Path(dirpath)
         kept = []
         for name in sorted(dirnames):

@@ -9,7 +9,9 @@ and every complaint it makes carries the exact ``file:line:col`` of the offendin
 from __future__ import annotations
 
 import math
+import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +63,19 @@ def _shown_link(link: Path, root: Path | None) -> str:
         if base is not None and absolute.is_relative_to(base.resolve()):
             return absolute.relative_to(base.resolve()).as_posix()
     return absolute.as_posix()
+
+
+def walk_once(folder: Path) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk(folder)`` following symbolic links, as the loader does, but each real folder
+    once: a loop of links is not walked forever. Prune ``dirnames`` in place as with os.walk."""
+    seen: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+        real = os.path.realpath(dirpath)
+        if real in seen:
+            dirnames[:] = []
+            continue
+        seen.add(real)
+        yield dirpath, dirnames, filenames
 
 
 def outside_problem(path: Path, inside: Path, root: Path | None = None) -> Diagnostic | None:
