@@ -61,34 +61,6 @@ def compute_lab(lab: Lab, options: Mapping[str, Any] | None = None) -> Computed:
     return get_kind(lab.kind).compute(lab, dict(options or {}))
 
 
-def compute(content: Content, options: Mapping[str, Any] | None = None,
-            report: Callable[[str], None] = lambda _: None, map_labs: Callable = map,
-            notes: dict[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
-    """Compute every lab (see :func:`compute_lab`); returns each lab's payload by slug, or raises
-    one ContentError with every lab's problems. Each lab's notes are reported, and kept in
-    ``notes`` by slug when given."""
-    payloads, problems = compute_partial(content, options, report, map_labs, notes)
-    if problems:
-        raise ContentError(problems)
-    return payloads
-
-
-def compute_partial(content: Content, options: Mapping[str, Any] | None = None,
-                    report: Callable[[str], None] = lambda _: None, map_labs: Callable = map,
-                    notes: dict[str, tuple[str, ...]] | None = None) -> tuple[dict[str, Any], list[Diagnostic]]:
-    """:func:`compute`, returning every lab's payload (those with problems too) and the problems."""
-    payloads: dict[str, Any] = {}
-    problems: list[Diagnostic] = []
-    for lab, computed in zip(content.labs, map_labs(partial(compute_lab, options=options), content.labs)):
-        payloads[lab.slug] = computed.payload
-        problems.extend(computed.problems)
-        if notes is not None:
-            notes[lab.slug] = tuple(computed.notes)
-        for note in computed.notes:
-            report(f"note: {note}")
-    return payloads, problems
-
-
 _ID_RE = re.compile(r'\sid="([^"]+)"')
 _HREF_RE = re.compile(r'<a\s[^>]*?href="([^"]*)"')
 
@@ -160,15 +132,10 @@ def page_links(html: str) -> tuple[list[str], list[str]]:
     return _ID_RE.findall(html), [unescape(h) for h in _HREF_RE.findall(html)]
 
 
-def check_links(files: dict[str, bytes], content: Content) -> None:
-    """Every relative link of every page must reach a built file, and every ``#anchor`` an id on it."""
-    check_page_links({path: page_links(data.decode("utf-8")) for path, data in files.items() if path.endswith(".html")},
-                     files, content)
-
-
 def link_problems(links: Mapping[str, tuple[list[str], list[str]]], files: Mapping[str, bytes] | set[str],
                   content: Content) -> list[Diagnostic]:
-    """:func:`check_links` from what each page collected (:func:`page_links`), without the pages."""
+    """Every relative link of every page must reach a built file and every ``#anchor`` an id on it,
+    and no id may be used twice on a page — from what each page collected (:func:`page_links`)."""
     id_sets = {path: set(ids) for path, (ids, _) in links.items()}
     problems = []
     for path, (ids, _) in sorted(links.items()):

@@ -39,7 +39,6 @@ from typing import Any
 from generator import build as pipeline
 from generator.buildcache import digest_files as _digest, files_under as _files_under
 from generator.content import (
-    LinkTargets,
     RecordingLinkTargets as _Recording,
     SiteSource,
     assemble,
@@ -215,7 +214,7 @@ class SiteBuilder:
     # -- compute ----------------------------------------------------------------------
     def _compute(self, entries: list[_LabEntry],
                  map_labs: Callable) -> tuple[dict[str, dict], dict[str, str], list[str]]:
-        """:func:`generator.build.compute`, calling ``compute_lab`` only on cache misses.
+        """Every lab's payload, calling :func:`generator.build.compute_lab` only on cache misses.
         Returns payloads and compute keys by slug, and the slugs computed."""
         labs = [(e, e.lab) for e in entries if e.lab is not None]  # assemble() has raised for the others
         fresh = [(e, lab) for e, lab in labs if e.payload is None]
@@ -315,7 +314,7 @@ class SiteBuilder:
 
     # -- links ------------------------------------------------------------------------
     def _check_links(self, files: dict[str, bytes], content: Content) -> None:
-        """:func:`generator.build.check_links`, parsing and checking only what may have changed."""
+        """:func:`generator.build.link_problems`' checks, parsing and checking only what may have changed."""
         pages = {p: d for p, d in files.items() if p.endswith(".html")}
         ids_changed: set[str] = set(self._links) ^ set(pages)
         recheck: set[str] = set()

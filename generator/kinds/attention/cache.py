@@ -316,13 +316,18 @@ def load_cache(path: Path) -> Cache:
     or :class:`BuildError` if the file cannot be read.
     """
     path = Path(path)
+    raw = _read(path)
+    return empty_cache() if raw is None else _parse(path, raw)[0]
+
+
+def _read(path: Path) -> bytes | None:
+    """A cache file's bytes, None when there is none; :class:`BuildError` if it cannot be read."""
     try:
-        raw = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
-        return empty_cache()
+        return None
     except OSError as exc:
         raise BuildError(f"cannot read cache: {exc.strerror}", path=display_path(path)) from None
-    return _parse(path, raw)[0]
 
 
 # Caches already read by this process, by the SHA-256 of their bytes: a file is decoded and
@@ -337,12 +342,9 @@ def load_cache_arrays(path: Path) -> Cache:
     ``[layers, heads, n, n]`` (per mille). Read once per distinct file content and shared:
     callers must not modify what it returns. Raises as :func:`load_cache`."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    raw = _read(path)
+    if raw is None:
         return empty_cache()
-    except OSError as exc:
-        raise BuildError(f"cannot read cache: {exc.strerror}", path=display_path(path)) from None
     key = hashlib.sha256(raw).hexdigest()
     cached = _LOADED.get(key)
     if cached is None:
