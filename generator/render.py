@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import posixpath
+import re
 import traceback
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -58,22 +59,65 @@ def source_date() -> str:
 _SCRIPT_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
 
 
+class EncodedArray(np.ndarray):
+    """A read-only NumPy array that carries its own JSON text, exactly as ``json.dumps(a.tolist(),
+    separators=(",", ":"))`` would write it — for numbers that were decoded from that text and
+    checked, so that writing them into a page costs a copy, not an encoding (a pretrained
+    model's 72 heads are most of what a lab page's scripts carry). Arrays made from it (views,
+    slices, ``astype``) are plain: they do not carry the text."""
+
+    json: str | None = None
+
+    @classmethod
+    def of(cls, array: np.ndarray, text: str) -> "EncodedArray":
+        out = np.asarray(array).view(cls)
+        out.json = text
+        out.flags.writeable = False
+        return out
+
+    def __array_finalize__(self, obj) -> None:
+        self.json = None
+
+    def __reduce__(self):  # pickled as the plain array it holds
+        return np.asarray(self).__reduce__()
+
+
 def json_for_script(data: Any) -> Markup:
     """Serialise ``data`` for a ``<script type="application/json">`` (or ld+json) block.
 
     Keys are sorted and floats use Python's shortest round-trip form, so output is
     deterministic. NumPy arrays and scalars are written as the lists and numbers they hold
-    (computed data stays in arrays until here). ``<``, ``>``, ``&`` and U+2028/U+2029 are escaped, so no string can close
+    (computed data stays in arrays until here; an :class:`EncodedArray` as the text it carries).
+    ``<``, ``>``, ``&`` and U+2028/U+2029 are escaped, so no string can close
     the script element or break a JavaScript parser. NaN and infinities are refused.
     """
+    encoded: list[str] = []
+
+    def default(value: Any) -> Any:
+        if isinstance(value, EncodedArray) and value.json is not None:
+            encoded.append(value.json)
+            return f"{_ENCODED_MARK}{len(encoded) - 1}"
+        return _json_default(value)
+
     try:
         text = json.dumps(data, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"),
-                          default=_json_default)
+                          default=default)
+        if encoded and text.count(_ENCODED_MARK) != len(encoded):  # the data holds the mark itself
+            encoded.clear()
+            text = json.dumps(data, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"),
+                              default=_json_default)
     except ValueError as exc:
         raise BuildError(f"cannot embed data in the page: {exc}") from None
     for char, escape in _SCRIPT_ESCAPES:  # str.replace is much faster than str.translate here
         text = text.replace(char, escape)
+    if encoded:  # digits, commas and brackets: nothing to escape
+        text = _ENCODED_RE.sub(lambda m: encoded[int(m.group(1))], text)
     return Markup(text)
+
+
+# Stands for an EncodedArray's text while json writes the rest of the data.
+_ENCODED_MARK = "\ue003encoded-array-"
+_ENCODED_RE = re.compile(f'"{_ENCODED_MARK}(\\d+)"')
 
 
 def _json_default(value: Any) -> Any:

@@ -33,6 +33,7 @@ from generator.kinds.attention.cache import (
 )
 from generator.kinds.attention.commands import inspect_attention
 from generator.errors import BuildError, ContentError
+from generator.render import json_for_script
 
 TINY = BertConfig(
     vocab_size=120,
@@ -301,6 +302,10 @@ def test_cache_arrays_are_the_cache_read_once_per_content(tiny_model, tiny_dir, 
         got = arrays["entries"][sha][sentence]
         assert got["attention"].dtype == np.int16 and not got["attention"].flags.writeable
         assert got["attention"].tolist() == entry["attention"]
+        # The numbers keep the exact text they were read from, so a page writes them by copying it.
+        assert got["attention"].json == json.dumps(entry["attention"], separators=(",", ":"))
+        assert json_for_script(got["attention"]) == json_for_script(entry["attention"])
+        assert got["attention"][0].json is None and got["attention"].astype(np.int32).json is None
         assert {k: v for k, v in got.items() if k != "attention"} == {k: v for k, v in entry.items() if k != "attention"}
     assert load_cache_arrays(copy) is arrays, "a file with the same bytes is decoded once"
     _rewrite_entry(copy, "the cat", lambda e: e["attention"][0][0][0].__setitem__(0, e["attention"][0][0][0][0] + 1))

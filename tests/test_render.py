@@ -7,7 +7,7 @@ import json
 import pytest
 
 from generator.errors import BuildError
-from generator.render import fingerprint, json_for_script
+from generator.render import EncodedArray, fingerprint, json_for_script
 
 
 def test_json_for_script_cannot_close_the_script_element():
@@ -35,3 +35,21 @@ def test_json_for_script_is_deterministic():
 def test_fingerprint_changes_with_content():
     a, b = fingerprint("site.css", b"x"), fingerprint("site.css", b"y")
     assert a != b and a.startswith("site.") and a.endswith(".css") and len(a) == len("site.12345678.css")
+
+
+def test_an_encoded_array_is_written_as_its_text_and_only_as_a_whole():
+    import numpy as np
+
+    a = np.arange(12, dtype=np.int16).reshape(2, 2, 3)
+    text = json.dumps(a.tolist(), separators=(",", ":"))
+    encoded = EncodedArray.of(a, text)
+    data = {"b": [encoded, {"c": encoded[1]}], "a": "x"}
+    assert json_for_script(data) == json_for_script({"b": [a.tolist(), {"c": a[1].tolist()}], "a": "x"})
+    assert not encoded.flags.writeable and (encoded + 1).json is None
+    mark = json.loads(str(json_for_script({"k": encoded, "s": "x"})).replace(text, '"?"'))
+    assert mark == {"k": "?", "s": "x"}
+    from generator import render
+
+    # A string in the data that looks like the stand-in for the text is written as it is.
+    tricky = {"k": encoded, "s": render._ENCODED_MARK + "0"}
+    assert json.loads(json_for_script(tricky)) == {"k": a.tolist(), "s": render._ENCODED_MARK + "0"}

@@ -42,6 +42,7 @@ import numpy as np
 from generator.attention.bert import BertModel
 from generator.attention.realheads import PER_MILLE, largest_remainder, word_attention
 from generator.errors import BuildError, ContentError, Diagnostic, display_path
+from generator.render import EncodedArray
 
 CACHE_FORMAT = "attention-labs/real-heads-cache"
 CACHE_VERSION = 1
@@ -220,6 +221,8 @@ def _check_entry(entry) -> tuple[list[str], np.ndarray | None]:
     if problems:
         return problems, None
     weights = attention.astype(np.int16)  # 0..1000 fits; a quarter of int64's memory
+    if isinstance(entry["attention"], EncodedArray) and entry["attention"].json is not None:
+        weights = EncodedArray.of(weights, entry["attention"].json)  # the same numbers, the same text
     weights.flags.writeable = False
     return [], weights
 
@@ -305,7 +308,8 @@ def _decode_entry(value: str) -> dict | None:
     layer = "[" + ",".join([matrix] * heads) + "]"
     if skeleton != "[" + ",".join([layer] * layers) + "]":
         return None
-    return {"attention": numbers.reshape(layers, heads, n, n), **entry}
+    # The text is exactly what json writes for these numbers (checked above): it travels with them.
+    return {"attention": EncodedArray.of(numbers.reshape(layers, heads, n, n), text), **entry}
 
 
 def load_cache(path: Path) -> Cache:

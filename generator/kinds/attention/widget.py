@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -437,10 +437,15 @@ def _numbers(a: np.ndarray, decimals: int, mask: np.ndarray | None = None) -> li
     rounded = np.round(np.asarray(a, dtype=np.float64), decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
     if mask is not None:
         rounded = np.where(mask, rounded, np.nan)
-    return [[None if x != x else int(x) if x.is_integer() else x for x in row] for row in rounded.tolist()]
+    out = rounded.astype(object)  # Python floats, made in one pass
+    whole = np.isfinite(rounded) & (rounded == np.floor(rounded))
+    out[whole] = rounded[whole].astype(np.int64).astype(object)
+    out[np.isnan(rounded)] = None
+    return out.tolist()
 
 
-def _head_payload(result: teaching.HeadResult, o_dims: Sequence[str], vec: int, wt: int) -> dict[str, Any]:
+def _head_payload(result: teaching.HeadResult, o_dims: Sequence[str], vec: int, wt: int,
+                  shares: dict[str, np.ndarray]) -> dict[str, Any]:
     return {
         "q": _numbers(result.q, vec),
         "k": _numbers(result.k, vec),
@@ -449,14 +454,25 @@ def _head_payload(result: teaching.HeadResult, o_dims: Sequence[str], vec: int, 
         "bias": None if result.bias is None else _numbers(result.bias, vec),
         "scaled": _numbers(np.where(result.mask, result.scaled, 0.0), vec, result.mask),
         # Rounded so that each stored row still sums to exactly 1, like the percentages.
-        "weights": _numbers(percentages(result.weights, result.mask, 10**wt) / 10**wt, wt),
-        "weights_unscaled": _numbers(percentages(result.weights_unscaled, result.mask, 10**wt) / 10**wt, wt),
-        "pct": percentages(result.weights, result.mask).tolist(),
-        "pct_unscaled": percentages(result.weights_unscaled, result.mask).tolist(),
+        "weights": _numbers(shares["weights"] / 10**wt, wt),
+        "weights_unscaled": _numbers(shares["weights_unscaled"] / 10**wt, wt),
+        "pct": shares["pct"].tolist(),
+        "pct_unscaled": shares["pct_unscaled"].tolist(),
         "out": _numbers(result.out, vec),
         # out @ W_O in the residual dimensions this head writes (its W_O block is zero elsewhere).
         "o": _numbers(result.written[:, [_RESIDUAL_AT[d] for d in o_dims]], vec),
     }
+
+
+def _shares(results: Mapping[str, teaching.HeadResult], head_ids: Sequence[str], wt: int) -> dict[str, dict]:
+    """Each head's weights (÷√d and not) as integer shares of 100 and of 10**wt, rounded per row
+    (:func:`percentages`) for every head of a sentence at once."""
+    stacked = np.stack([results[h].weights for h in head_ids] + [results[h].weights_unscaled for h in head_ids])
+    mask = np.stack([results[h].mask for h in head_ids] * 2)
+    pct, fine = percentages(stacked, mask), percentages(stacked, mask, 10**wt)
+    n = len(head_ids)
+    return {hid: {"pct": pct[i], "pct_unscaled": pct[n + i], "weights": fine[i], "weights_unscaled": fine[n + i]}
+            for i, hid in enumerate(head_ids)}
 
 
 _RESIDUAL_AT = {d: i for i, d in enumerate(teaching.RESIDUAL_DIMS)}
@@ -469,6 +485,7 @@ def compute_widget(spec: WidgetSpec) -> dict[str, Any]:
         keys = s.key_words if s.kind == "cross" else None
         results = teaching.compute(s.query_words, keys, kind=s.kind, heads=spec.head_ids)
         before, after = teaching.residual(s.query_words, results)
+        shares = _shares(results, spec.head_ids, spec.weight_decimals)
         n_embed = len(teaching.EMBEDDING_DIMS)
         sentences.append({
             "id": s.id,
@@ -486,7 +503,7 @@ def compute_widget(spec: WidgetSpec) -> dict[str, Any]:
             "residual": {"before": _numbers(before[:, :n_embed], spec.vector_decimals),
                          "after": _numbers(after, spec.vector_decimals)},
             "heads": {hid: _head_payload(results[hid], teaching.head(hid).o_dims, spec.vector_decimals,
-                                         spec.weight_decimals)
+                                         spec.weight_decimals, shares[hid])
                       for hid in spec.head_ids},
         })
     heads = []
