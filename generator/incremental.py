@@ -88,6 +88,7 @@ class _Rendered:
     labs: dict[str, tuple[Lab, str]]  # slug -> (lab, compute key)
     lab_files: dict[str, tuple[str, ...]]  # slug -> output paths of its page and data
     files: dict[str, bytes]  # without the build marker
+    shown: frozenset[str]  # the attributes of a lab the index and topic pages read (Renderer.shown_fields)
 
 
 @dataclass
@@ -283,7 +284,8 @@ class SiteBuilder:
                     lab_files[path.split("/")[1]].append(path)
             changed = [lab.slug for lab in labs if previous is None or previous.labs.get(lab.slug) != inputs[lab.slug]]
             rendered = sum(p.endswith(".html") for p in files)
-            self._rendered = _Rendered(key, inputs, {s: tuple(p) for s, p in lab_files.items()}, files)
+            self._rendered = _Rendered(key, inputs, {s: tuple(p) for s, p in lab_files.items()}, files,
+                                       frozenset(renderer.shown_fields))
             return files, changed, rendered
         changed = [lab.slug for lab in labs if previous.labs[lab.slug] != inputs[lab.slug]]
         files = dict(previous.files)
@@ -302,15 +304,21 @@ class SiteBuilder:
             made = renderer.lab_files(lab, labs[i - 1] if i > 0 else None, labs[i + 1] if i + 1 < len(labs) else None)
             files.update(made)
             lab_files_now[lab.slug] = tuple(made)
+        # The index and topic pages read a few things of each lab (its card): unless one of those
+        # changed, they would come out the same, and are kept as they are.
+        shown = any(getattr(previous.labs[slug][0], field, None) != getattr(inputs[slug][0], field, None)
+                    for slug in changed for field in previous.shown)
+        if not shown:
+            topics = set()
         for topic in content.site.topics:
             if topic.slug in topics:
                 files[f"topics/{topic.slug}/index.html"] = renderer.render_topic(topic)
-        if changed:
+        if shown:
             files["index.html"] = renderer.render_index()
         for warning in renderer.warnings:
             self.report(warning)
-        self._rendered = _Rendered(key, inputs, lab_files_now, files)
-        return files, changed, len(pages) + len(topics) + bool(changed)
+        self._rendered = _Rendered(key, inputs, lab_files_now, files, previous.shown | renderer.shown_fields)
+        return files, changed, len(pages) + len(topics) + shown
 
     # -- links ------------------------------------------------------------------------
     def _check_links(self, files: dict[str, bytes], content: Content) -> None:

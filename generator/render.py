@@ -308,6 +308,21 @@ def fingerprint(name: str, data: bytes) -> str:
     return f"{stem}.{digest}.{ext}" if dot and posixpath.basename(stem) else f"{name}.{digest}"
 
 
+class _Watched:
+    """A lab as the index and topic pages see it: each attribute they read of it is noted in
+    ``seen``. Those pages are a function of what they read, so a rebuild (``labs serve``) renders
+    them again only when one of those attributes changed, whatever the theme's templates read."""
+
+    __slots__ = ("_lab", "_seen")
+
+    def __init__(self, lab: Lab, seen: set[str]):
+        self._lab, self._seen = lab, seen
+
+    def __getattr__(self, name: str) -> Any:
+        self._seen.add(name)
+        return getattr(self._lab, name)
+
+
 class Renderer:
     def __init__(self, content: Content, theme: Theme, payloads: dict[str, dict], base_url: str | None = None):
         self.content = content
@@ -318,6 +333,8 @@ class Renderer:
         if self.base_url and not self.base_url.endswith("/"):
             self.base_url += "/"
         self.warnings: list[str] = []  # printed by the build, never fatal
+        # Every attribute of a lab that the index and topic pages read, as they render (see _Watched).
+        self.shown_fields: set[str] = {"slug", "topic"}
         self.asset_data = theme.assets()
         # Only the concatenated bundles are fingerprinted; other files keep their names.
         self.asset_names = {
@@ -465,7 +482,7 @@ class Renderer:
         return self.lab_files(lab, prev_lab, next_lab)[f"labs/{lab.slug}/index.html"]
 
     def render_index(self) -> bytes:
-        groups = [(t, list(self.content.labs_in(t.slug))) for t in self.site.topics]
+        groups = [(t, self._watched(self.content.labs_in(t.slug))) for t in self.site.topics]
         groups = [(t, labs) for t, labs in groups if labs]
         jsonld = {
             "@context": "https://schema.org",
@@ -481,7 +498,7 @@ class Renderer:
 
     def render_topic(self, topic: Topic) -> bytes:
         path = f"topics/{topic.slug}/"
-        labs = list(self.content.labs_in(topic.slug))
+        labs = self._watched(self.content.labs_in(topic.slug))
         jsonld = {
             "@context": "https://schema.org",
             "@type": "CollectionPage",
@@ -494,6 +511,9 @@ class Renderer:
             jsonld["url"] = self._absolute(path)
         page = self._page(path, f"{topic.title} | {self.site.title}", topic.blurb, "website", jsonld)
         return self._render("topic.html", page, topic=topic, labs=labs)
+
+    def _watched(self, labs: Iterable[Lab]) -> list[Lab]:
+        return [_Watched(lab, self.shown_fields) for lab in labs]  # type: ignore[misc]
 
     def render_404(self) -> bytes:
         jsonld = {"@context": "https://schema.org", "@type": "WebPage", "name": "Page not found"}

@@ -147,13 +147,14 @@ def _touch(c, t):
 
 # id, edit, labs whose NumPy precomputation must run, pages that must be rendered (None: all)
 EDITS = [
-    ("quiz-prompt", _quiz_prompt, (), 5),  # beta + both neighbours, its topic, the index
-    ("faq-answer", _faq_answer, (), 4),  # alpha + beta, topic, index
-    ("gist-markdown", _gist_markdown, (), 4),
-    ("widget-prompt", _widget_prompt, ("beta",), 5),
-    ("word-question", _word_question, ("beta",), 5),  # its answer key is checked against the weights
-    ("model-cache", _model_cache, ("beta",), 5),
-    ("lab-title", _lab_title, (), 4),
+    # The index and topic pages show a card per lab: they are rendered again only when a card changed.
+    ("quiz-prompt", _quiz_prompt, (), 3),  # beta + both neighbours
+    ("faq-answer", _faq_answer, (), 2),  # alpha + beta
+    ("gist-markdown", _gist_markdown, (), 2),
+    ("widget-prompt", _widget_prompt, ("beta",), 3),
+    ("word-question", _word_question, ("beta",), 3),  # its answer key is checked against the weights
+    ("model-cache", _model_cache, ("beta",), 3),
+    ("lab-title", _lab_title, (), 4),  # alpha + beta, and the title on its card: topic, index
     ("move-topic", _move_topic, (), 5),  # alpha, beta, both topics, index
     ("site-title", _site_title, (), None),
     ("theme-template", _template, (), None),
@@ -185,6 +186,26 @@ def test_rebuild_equals_full_build(three_labs, name, make_edit, computed, render
     html_pages = sum(p.endswith(".html") for p in expected)
     assert result.pages_rendered == (html_pages if rendered is None else rendered)
     assert result.changed == {p for p in set(first.files) | set(expected) if first.files.get(p) != expected.get(p)}
+
+
+def test_cards_are_rendered_again_when_what_the_theme_shows_of_a_lab_changes(three_labs):
+    """The index and topic pages are kept across a rebuild only while everything they read of the
+    changed labs is the same, whatever a custom theme's card shows (here: the tagline as well)."""
+    content, theme = three_labs
+    card = theme / "templates/partials/lab_card.html"
+    card.write_text(card.read_text(encoding="utf-8").replace("<p>{{ card_lab.summary }}</p>",
+                                                             "<p>{{ card_lab.summary }}</p><p>{{ card_lab.tagline }}</p>"),
+                    encoding="utf-8")
+    builder = SiteBuilder(content, theme)
+    builder.rebuild()
+    yaml_path = content / "labs/gamma/lab.yaml"
+    text = yaml_path.read_text(encoding="utf-8")
+    yaml_path.write_text(text.replace("tagline: >-\n  ", "tagline: >-\n  Edited. ", 1), encoding="utf-8")
+    result = builder.rebuild([yaml_path])
+    assert result.files == build_files(content, theme)[0]
+    assert b"Edited. " in result.files["index.html"] and b"Edited. " in result.files["topics/llm-engineering/index.html"]
+    assert result.pages_rendered == 4  # beta + gamma, the topic, the index
+    assert "tagline" in builder._rendered.shown
 
 
 def test_unchanged_lab_is_not_recomputed(three_labs, monkeypatch):
@@ -514,7 +535,7 @@ def test_sigint_stops_cleanly_with_exit_0_and_no_temp_folders(start_server, tmp_
     out = tmp_path / "out"
     server = start_server(content, out / "site")
     edit(content / "labs/attention/gist.md", "At the first layer", "At the first layer, edited,")
-    server.wait_for(r"changed content/labs/attention/gist\.md → rebuilt 1 lab, 3 pages in \d+\.\d\d s")
+    server.wait_for(r"changed content/labs/attention/gist\.md → rebuilt 1 lab, 1 page in \d+\.\d\d s")  # the gist is not on the cards
     assert server.interrupt() == 0
     assert [p.name for p in out.iterdir()] == ["site"]  # no .site-new-*/.site-old-* left behind
     assert b"At the first layer, edited," in (out / "site/labs/attention/index.html").read_bytes()
