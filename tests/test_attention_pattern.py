@@ -157,3 +157,17 @@ def test_the_agreement_of_a_head_with_itself_is_one_and_with_a_disjoint_head_zer
     assert got.shape == (2, 2)  # the flat third row is not counted
     np.testing.assert_allclose(got[0], [1.0, 1.0])
     np.testing.assert_allclose(got[1], [0.0, 0.0])
+
+
+def test_agreements_of_several_heads_at_once_equal_each_head_alone():
+    from generator.attention.agreement import agreement, agreements
+
+    rng = np.random.default_rng(7)
+    real = rng.random((3, 4, 9, 9))
+    align = np.array([1, 2, -1, 3, 5, 6, 7])  # word 2 split by the model: left out
+    designed = [rng.random((7, 7)) for _ in range(3)] + [np.full((7, 7), 1 / 7)]  # the last is flat everywhere
+    designed[0][4] = 0.25  # one flat row in an otherwise peaked head
+    together = agreements(designed, real, align)
+    for one, weights in zip(together, designed):
+        assert np.array_equal(one, agreement(weights, real, align))  # bit for bit: the same operations per row
+    assert together[0].shape == (3, 4, 5) and together[3].shape == (3, 4, 0)

@@ -26,9 +26,19 @@ def agreement(designed: np.ndarray, real: np.ndarray, align: np.ndarray) -> np.n
     ``designed`` is the designed head's weights over the sentence's words, ``real`` the real heads'
     weights over the model's words (any scale: rows are rescaled), ``align[i]`` the model word that
     is the sentence's word i. Counted rows: aligned queries whose designed row is not flat."""
-    designed, real = np.asarray(designed, dtype=np.float64), np.asarray(real, dtype=np.float64)
+    return agreements([designed], real, align)[0]
+
+
+def agreements(designed: list[np.ndarray], real: np.ndarray, align: np.ndarray) -> list[np.ndarray]:
+    """:func:`agreement` of several designed heads with the same real heads on one sentence; the
+    real rows are cut and rescaled once for all of them."""
+    real = np.asarray(real, dtype=np.float64)
     both = np.flatnonzero(align >= 0)  # sentence words the model also has
-    rows = both[np.ptp(designed[both], axis=-1) > FLAT]
-    p = _rescaled(designed[np.ix_(rows, both)])  # [r, b]
-    q = _rescaled(real[..., align[rows][:, None], align[both][None, :]])  # [..., r, b]
-    return np.minimum(p, q).sum(axis=-1)
+    q = _rescaled(real[..., align[both][:, None], align[both][None, :]])  # [..., b, b]
+    out = []
+    for weights in designed:
+        weights = np.asarray(weights, dtype=np.float64)
+        counted = np.ptp(weights[both], axis=-1) > FLAT  # of the rows in both
+        p = _rescaled(weights[np.ix_(both[counted], both)])  # [r, b]
+        out.append(np.minimum(p, q[..., counted, :]).sum(axis=-1))
+    return out

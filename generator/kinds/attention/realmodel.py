@@ -352,7 +352,7 @@ def learned_matches(widget, finder_sentences, entries: dict[str, dict]) -> dict[
     model word that the spotlight opens for each of its words (the first piece of a split word).
     JSON-ready: ``{"heads": {head_id: {layer, head, agreement, words, sentences, next}}, "sentences":
     [...], "words": {sentence id: [model word index, ...]}}``."""
-    from generator.attention.agreement import agreement
+    from generator.attention.agreement import agreements
 
     used = [s for s in [*model_sentences(widget), *finder_sentences] if s.kind == "self" and s.id in entries]
     totals: dict[str, np.ndarray] = {}
@@ -363,8 +363,8 @@ def learned_matches(widget, finder_sentences, entries: dict[str, dict]) -> dict[
         align = np.array([-1 if a is None else a for a in _align(s.queries, entry["words"], entry["special"])])
         real = np.asarray(entry["attention"], dtype=np.float64)  # [L, H, m, m] per mille
         designed = _designed_weights(tuple(s.query_words), tuple(widget.head_ids))
-        for hid in widget.head_ids:
-            rows = agreement(designed[hid], real, align)  # [L, H, r]
+        for hid, rows in zip(widget.head_ids, agreements([designed[h] for h in widget.head_ids], real, align)):
+            # rows: [L, H, r]
             totals[hid] = totals.get(hid, 0) + rows.sum(axis=-1)
             counts[hid] += rows.shape[-1]
             sentences[hid] += rows.shape[-1] > 0
