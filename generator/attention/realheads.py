@@ -239,13 +239,13 @@ def pair_outcomes(attention: np.ndarray, queries, keys, special) -> tuple[np.nda
     word the head's query row weights most among non-special words other than the query itself
     (ties: the lower index), and the weight the key gets (a share of the whole row, [CLS] and
     [SEP] included). Per-mille integers are read as thousandths."""
-    a = np.asarray(attention, dtype=np.float64)
-    if np.issubdtype(np.asarray(attention).dtype, np.integer):
-        a = a / PER_MILLE
     queries, keys = np.asarray(queries, dtype=np.int64), np.asarray(keys, dtype=np.int64)
-    n = a.shape[-1]
+    attention = np.asarray(attention)
+    rows = attention[:, :, queries, :].astype(np.float64)  # [L, H, R, n]: only the rows asked for
+    if np.issubdtype(attention.dtype, np.integer):
+        rows = rows / PER_MILLE
+    n = attention.shape[-1]
     blocked = np.asarray(special, dtype=bool)[None, :] | (np.arange(n)[None, :] == queries[:, None])  # [R, n]
-    rows = a[:, :, queries, :]  # [L, H, R, n]
     hits = np.where(blocked, -np.inf, rows).argmax(axis=-1) == keys  # [L, H, R]
     weights = np.take_along_axis(rows, keys[None, None, :, None], axis=-1)[..., 0]  # [L, H, R]
     return hits, weights

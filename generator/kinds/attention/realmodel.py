@@ -419,7 +419,7 @@ def _finder(spec: ModelSpec, widget, entries: dict[str, dict]) -> list[dict]:
             ok.append((r, q, k))
         if not ok:
             continue
-        attention = entry["attention"].astype(np.int32)  # [L, H, n, n] per mille
+        attention = entry["attention"]  # [L, H, n, n] per mille
         qs, ks = [q for _, q, _ in ok], [k for _, _, k in ok]
         hits, weights = realheads.pair_outcomes(attention, qs, ks, entry["special"])  # [L, H, R]
         offsets = realheads.offset_guesses(qs, entry["special"])  # [O, R]
@@ -454,8 +454,9 @@ def _relation_report(kind: str, pairs: list[dict]) -> dict:
     top = pick_hit.max()
     tied = pick_hit == top
     layer, head = np.unravel_index(int(np.where(tied, pick_weight, -np.inf).argmax()), pick_hit.shape)
-    held_hits, held_weights = stack(held, "hits")[layer, head], stack(held, "weights")[layer, head]  # [R]
-    best_held = np.unravel_index(int(stack(held, "hits").mean(axis=-1).argmax()), pick_hit.shape)
+    all_held_hits = stack(held, "hits")  # [L, H, R]
+    held_hits, held_weights = all_held_hits[layer, head], stack(held, "weights")[layer, head]  # [R]
+    best_held = np.unravel_index(int(all_held_hits.mean(axis=-1).argmax()), pick_hit.shape)
     # Baselines, each chosen on the pick half like the head.
     offset_pick = stack(pick, "offset_hits").mean(axis=-1)  # [O]
     o = int(np.argmax(offset_pick))
@@ -480,7 +481,7 @@ def _relation_report(kind: str, pairs: list[dict]) -> dict:
                  "pick_hit": _share(pick_hit[layer, head]), "pick_weight": _share(pick_weight[layer, head]),
                  "held_hit": _share(held_hits), "held_weight": _share(held_weights)},
         "best_held": {"layer": int(best_held[0]), "head": int(best_held[1]),
-                      "held_hit": _share(stack(held, "hits")[best_held])},
+                      "held_hit": _share(all_held_hits[best_held])},
         "baselines": [
             {"baseline": "offset", "offset": realheads.BASELINE_OFFSETS[o], "pick_hit": _share(offset_pick[o]),
              "held_hit": _share(offset_held)},
