@@ -3,7 +3,7 @@
     python benchmarks/bench_serve.py [--sizes 1 100 1000] [--edits 9]
 
 For each size, a temporary content folder holds that many copies of content/labs/attention
-(slugs lab-0001, lab-0002, …, numbered 1, 2, …) listed in site.yaml. The real command
+(slugs lab-0001, lab-0002, …, numbered 0, 1, …) listed in site.yaml. The real command
 (`python -m generator serve --port 0`) runs on it in a subprocess. Each edit rewrites the
 middle lab's gist.md with a new sentence; the clock starts when the file is closed and stops
 when the server's event stream tells that page to reload (it does so only once the new build
@@ -42,7 +42,7 @@ def make_content(dest: Path, n_labs: int) -> tuple[Path, list[str]]:
     site = (REPO / "content/site.yaml").read_text(encoding="utf-8")
     site = re.sub(r"(?ms)^labs:.*", "labs:\n" + "".join(f"  - {s}\n" for s in slugs), site)
     (content / "site.yaml").write_text(site, encoding="utf-8")
-    for number, slug in enumerate(slugs, start=1):
+    for number, slug in enumerate(slugs):  # lab numbers are 0–999
         folder = content / "labs" / slug
         shutil.copytree(REPO / "content/labs/attention", folder)
         lab = folder / "lab.yaml"
@@ -121,7 +121,9 @@ def measure(n_labs: int, edits: int) -> dict:
             for k in range(edits + 1):
                 etag = re.search(rb'data-etag="([^"]+)"', server.get(page_path)).group(1).decode()
                 stream = server.events(page_path, etag)
-                assert next_state(stream) == {"reload": False, "errors": []}
+                state = next_state(stream)
+                if state != {"reload": False, "errors": []}:
+                    raise SystemExit(f"the server does not serve a good build: {state}")
                 sentence = f"Edit number {k} of the benchmark."
                 with gist.open("w", encoding="utf-8") as f:
                     f.write(original + f"\n{sentence}\n")

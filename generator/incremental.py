@@ -16,7 +16,9 @@ compute  ``compute_lab`` (the lab kind's NumPy precomputation and its checks) is
          Prose, FAQ and ordinary quiz edits never recompute.
 render   when the site settings, the list of labs or the theme changed, every page is rendered
          again (``Renderer.render_all``); otherwise only the pages of the labs whose content or
-         payload changed, their neighbours (prev/next), their topic pages and the index.
+         payload changed and their neighbours (prev/next), and their topic pages and the index
+         when an attribute of a changed lab that those pages read changed (the renderer notes
+         what they read: ``Renderer.shown_fields``).
 links    a page is parsed only when its bytes changed, and its links are checked again only
          when it changed or a page it links to gained or lost an id.
 
