@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class Diagnostic:
     """One error at one place in one file. ``line`` and ``column`` count from 1."""
 

@@ -117,14 +117,14 @@ def check_limits(source: str) -> None:
         raise MarkdownLimit(paragraph, _TOO_COSTLY)
 
 
-@dataclass
+@dataclass(slots=True)
 class MathProblem:
     tex: str  # the formula as written (what the caller looks for in the source to place the error)
     message: str
     offset: int = 0  # where in ``tex`` the mistake is
 
 
-@dataclass
+@dataclass(slots=True)
 class RenderedMarkdown:
     html: str
     text: str  # plain text, for descriptions, JSON-LD and announcements

@@ -22,14 +22,14 @@ def quiz_storage_key(lab_slug: str, quiz_digest: str) -> str:
     return f"{STORAGE_NAMESPACE}:quiz:{lab_slug}:{quiz_digest}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Topic:
     slug: str
     title: str
     blurb: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Site:
     title: str
     description: str
@@ -39,20 +39,20 @@ class Site:
     lab_order: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LegendItem:
     term: str
     meaning: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Card:
     title: str
     icon: str  # a short symbol shown before the title, e.g. "⚠"; may be ""
     body_html: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Section:
     """A prose section of a lab, from one Markdown file."""
 
@@ -63,7 +63,7 @@ class Section:
     source: str  # author-facing path of the Markdown file
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FaqItem:
     id: str
     question: str
@@ -71,7 +71,7 @@ class FaqItem:
     answer_text: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Option:
     id: str
     html: str
@@ -80,7 +80,7 @@ class Option:
     why_html: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Question:
     """One quiz question. ``kind`` is its type: "single", "multiple" or one of the lab kind's
     own question types (e.g. the attention kind's "word": click a word of a sentence), whose
@@ -96,13 +96,13 @@ class Question:
     match: str = "all"  # "all": pick exactly the correct options; "any": one correct option is enough
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Quiz:
     questions: tuple[Question, ...]
     storage_key: str  # localStorage key, versioned by a hash of the quiz content
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Lab:
     slug: str
     number: int
@@ -127,7 +127,7 @@ class Lab:
         return f"{self.number:02d}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Content:
     site: Site
     labs: tuple[Lab, ...]  # in the site's lab order

@@ -118,7 +118,7 @@ _PUNCT = ".,;:!?…—–-\"“”‘’'()[]{}"
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Word:
     """One word of a sentence as the model sees it."""
 
@@ -129,7 +129,7 @@ class Word:
     tagged: bool  # the role came from the author's tag, not the lexicon
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TaggingProblem:
     offset: int  # character offset in the source text of the offending word or tag
     written: str  # the token as written, for locating it in a file

@@ -335,10 +335,11 @@ def _read(path: Path) -> bytes | None:
 
 
 # Caches already read by this process, by the SHA-256 of their bytes: a file is decoded and
-# validated once however many labs or rebuilds read it. Small: a lab's cache is ~80 KB of JSON,
-# a few hundred KB as arrays, and only the most recent ones are kept.
+# validated once however many labs or rebuilds read it. Small: a lab's cache is up to ~600 KB of
+# JSON and ~300 KB as arrays (eighteen sentences), and only the most recent few are kept — a
+# build worker reads each lab's file once, and 64 of them were 30 MB of its memory.
 _LOADED: dict[str, Cache] = {}
-_LOADED_MAX = 64
+_LOADED_MAX = 8
 
 
 def load_cache_arrays(path: Path) -> Cache:

@@ -87,7 +87,7 @@ BEATS_MIN_HIT = 0.6  # a head said to beat its baselines finds at least this sha
 BEATS_MAX_P = 0.05  # …and wins against each baseline by a one-sided sign test below this
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FinderSentence:
     """A sentence read by the model for the head finder only (``model.sentences``)."""
 
@@ -100,7 +100,7 @@ class FinderSentence:
         return tuple(w.text for w in self.query_words)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Relation:
     sentence_id: str
     query: int  # index into the widget sentence's words
@@ -109,7 +109,7 @@ class Relation:
     at: tuple[str, int, int]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ModelSpec:
     name: str
     cache: Path

@@ -70,7 +70,7 @@ _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 _SHARE = re.compile(r"\(\s*>=\s*(?P<share>[0-9]+(?:\.[0-9]+)?)\s*%\s*\)")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ClaimParts:
     """A claim's pieces as written, with their offsets in the claim's text."""
 
@@ -109,7 +109,7 @@ def parse_claim(text: str) -> ClaimParts | None:
     return ClaimParts(query, len(head) - len(head.lstrip()), keys, keys_from + len(rest) - len(rest.lstrip()), share)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Claim:
     """``query -> keys (>= min_share)`` in one head of one sentence."""
 
@@ -121,7 +121,7 @@ class Claim:
     at: Diagnostic  # where it is written; the message is filled in when it fails
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SentenceSpec:
     id: str
     label: str  # shown in the sentence picker
@@ -142,7 +142,7 @@ class SentenceSpec:
         return tuple(w.text for w in self.key_words)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WidgetSpec:
     prompt: str
     head_ids: tuple[str, ...]  # built-in heads shown, in display order
