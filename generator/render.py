@@ -167,6 +167,7 @@ class Theme:
             lstrip_blocks=True,
             keep_trailing_newline=True,
         )
+        self.env.filters["later"] = later
 
     def _files(self) -> dict[str, Path]:
         files: dict[str, Path] = {}
@@ -198,7 +199,9 @@ class Theme:
     def assets(self) -> dict[str, bytes]:
         """Built assets by logical name: ``site.css`` and ``site.js`` (``static/css``, ``static/js``),
         ``kind-<name>.css`` and ``kind-<name>.js`` (each kind's ``static/``), minified and
-        concatenated in file-name order, plus every other file of ``static/`` as it is."""
+        concatenated in file-name order; ``later/<name>.js`` (``static/js/later/``), each minified
+        alone, for a page to add when a part that needs it comes in (the ``later`` filter); plus
+        every other file of ``static/`` as it is."""
         out: dict[str, bytes] = {}
         bundles = {f"site.{ext}": f"static/{ext}/" for ext in ("css", "js")}
         for kind in self.kinds:
@@ -212,7 +215,9 @@ class Theme:
                 # Each file is minified alone, so a mistake in one cannot run into the next.
                 out[name] = b"\n".join(minify(p.read_text(encoding="utf-8")).encode() for p in parts) + b"\n"
         for rel, path in self.files.items():
-            if rel.startswith("static/") and rel.split("/")[1] not in ("css", "js"):
+            if rel.startswith("static/js/later/") and rel.endswith(".js"):  # added by a page when a part needs it
+                out[rel[len("static/js/"):]] = rjsmin.jsmin(path.read_text(encoding="utf-8")).encode() + b"\n"
+            elif rel.startswith("static/") and rel.split("/")[1] not in ("css", "js"):
                 out[rel[len("static/"):]] = path.read_bytes()
         return out
 
@@ -294,6 +299,22 @@ def _template_error(path: Path, line: int, message: str) -> ContentError:
     return ContentError([Diagnostic(display_path(path), line, column, f"template error: {message}", source)])
 
 
+_NOSCRIPT_END = re.compile(r"</(noscript)", re.IGNORECASE)
+
+
+def later(html: Any, script: str | None = None) -> Markup:
+    """``{% filter later %}…{% endfilter %}``: a part of a page kept out of the DOM until it is
+    needed, as ``<noscript data-later>…</noscript>`` (theme/static/js/15-later.js turns it into
+    elements). Without JavaScript a ``<noscript>`` is ordinary HTML, so the page reads the same.
+    ``later(asset('later/x.js'))``: that script is added to the page when the part comes in.
+
+    With JavaScript the browser keeps the part as text that ends at the first ``</noscript``; our
+    templates escape ``<`` in text, but sanitised Markdown may keep one in an attribute value
+    (``title="</noscript>…"``), where ``&lt;`` means the same: so it is written so there."""
+    attrs = str(Markup(' data-script="{}"').format(script)) if script else ""
+    return Markup(f"<noscript data-later{attrs}>" + _NOSCRIPT_END.sub(r"&lt;/\1", str(html)) + "</noscript>")
+
+
 def lazy_script(name: str, variable: str, data: Any) -> tuple[str, bytes]:
     """A fingerprinted classic script that sets ``window.Labs[variable]`` to ``data``; the widget
     adds it with ``<script src>`` when needed (a classic script loads from file:// too)."""
@@ -336,9 +357,10 @@ class Renderer:
         # Every attribute of a lab that the index and topic pages read, as they render (see _Watched).
         self.shown_fields: set[str] = {"slug", "topic"}
         self.asset_data = theme.assets()
-        # Only the concatenated bundles are fingerprinted; other files keep their names.
+        # Only the scripts and stylesheets built from static/css and static/js are fingerprinted;
+        # other files keep their names.
         self.asset_names = {
-            name: (f"assets/{fingerprint(name, data)}" if name.startswith(("site.", "kind-")) else f"assets/{name}")
+            name: (f"assets/{fingerprint(name, data)}" if name.startswith(("site.", "kind-", "later/")) else f"assets/{name}")
             for name, data in self.asset_data.items()
         }
 

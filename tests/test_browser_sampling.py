@@ -8,7 +8,7 @@ import re
 
 import pytest
 from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
-    ARTIFACTS, WHERE, _watched_context, axe, context, page, settle, shipped, sites, watch,
+    ARTIFACTS, WHERE, _watched_context, axe, context, everything_in, page, settle, shipped, sites, watch,
 )
 
 from generator.kinds.sampling import decoding
@@ -90,6 +90,7 @@ def test_sampling_draws_what_python_draws_with_the_same_seed(page, shipped):
 
 def test_the_dial_question_grades_a_click_on_a_temperature(page, shipped):
     _open(page, shipped)
+    page.locator("#quick-check-title").scroll_into_view_if_needed()  # the quiz comes in as it nears the screen
     question = page.locator('fieldset.quiz-q[data-kind="dial"]').first
     wrong = question.locator(".quiz-choices [data-option]:not([data-correct])").first
     wrong.click()
@@ -109,6 +110,7 @@ def test_axe_finds_no_violations_on_the_sampling_lab(page, shipped, axe, scheme)
     _open(page, shipped)
     page.get_by_role("button", name="Sample 20 more").click()
     page.locator("#sa-topk").select_option("3")
+    everything_in(page)
     settle(page)
     results = axe.run(page)
     assert results.violations_count == 0, results.generate_report()

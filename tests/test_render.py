@@ -1,13 +1,15 @@
-"""Rendering helpers: the JSON-for-script serialiser and asset fingerprints."""
+"""Rendering helpers: the JSON-for-script serialiser, asset fingerprints and parts kept for later."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
+from bs4 import BeautifulSoup
 
 from generator.errors import BuildError
-from generator.render import EncodedArray, fingerprint, json_for_script
+from generator.render import EncodedArray, fingerprint, json_for_script, later
 
 
 def test_json_for_script_cannot_close_the_script_element():
@@ -53,3 +55,19 @@ def test_an_encoded_array_is_written_as_its_text_and_only_as_a_whole():
     # A string in the data that looks like the stand-in for the text is written as it is.
     tricky = {"k": encoded, "s": render._ENCODED_MARK + "0"}
     assert json.loads(json_for_script(tricky)) == {"k": a.tolist(), "s": render._ENCODED_MARK + "0"}
+
+
+def test_later_wraps_a_part_in_a_noscript_that_only_its_own_end_closes():
+    # Sanitised Markdown may keep "<" in an attribute value; with JavaScript a browser reads a
+    # <noscript> as text up to the first "</noscript", so that one must not end the part early.
+    part = '<p><abbr title="</NoScript><img src=x>">y</abbr> a &lt;/noscript&gt; b</p>'
+    text = str(later(part))
+    assert text.startswith("<noscript data-later>") and text.endswith("</noscript>")
+    assert [m.start() for m in re.finditer("</noscript", text, re.IGNORECASE)] == [len(text) - len("</noscript>")]
+    inner = BeautifulSoup(text[len("<noscript data-later>"):-len("</noscript>")], "html.parser")
+    assert inner.abbr["title"] == "</NoScript><img src=x>" and inner.find("img") is None
+    assert inner.p.get_text() == "y a </noscript> b"
+
+
+def test_later_names_the_script_a_part_brings():
+    assert str(later("<p>x</p>", 'a/"q".js')) == '<noscript data-later data-script="a/&#34;q&#34;.js"><p>x</p></noscript>'

@@ -257,6 +257,24 @@ def test_assets_are_fingerprinted(site):
     assert index.find("script", src=True)["src"] == js[0]
 
 
+def test_lab_pages_keep_their_lower_parts_for_later_and_the_quiz_brings_its_script(site):
+    """Below the gist a lab page's parts are <noscript data-later> (theme/static/js/15-later.js);
+    the quiz's names its code, a file of its own that no other page loads."""
+    quiz_js = [f for f in site.files if re.fullmatch(r"assets/later/quiz\.[0-9a-f]{8}\.js", f)]
+    assert len(quiz_js) == 1
+    shared = next(site.folder.glob("assets/site.*.js")).read_text(encoding="utf-8")
+    assert "data-quiz-check" in (site.folder / quiz_js[0]).read_text(encoding="utf-8") and "data-quiz-check" not in shared
+    for slug in site.labs():
+        soup = site.soup(f"labs/{slug}/index.html")
+        parts = soup.select("noscript[data-later]")
+        assert {p.find_parent("section")["id"] for p in parts} >= {"quick-check", "faq"}, slug
+        assert not soup.select("#gist noscript, #try-it > .wrap > noscript"), slug  # the first screen is all there
+        quiz = soup.select_one("#quick-check noscript[data-later]")
+        assert posixpath.normpath(posixpath.join(f"labs/{slug}", quiz["data-script"])) == quiz_js[0]
+    for page in ("index.html", *[p for p in site.pages if p.startswith("topics/")]):
+        assert not site.soup(page).select("noscript[data-later]"), page
+
+
 # -- hostile text --------------------------------------------------------------------------------------------
 
 

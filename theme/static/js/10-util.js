@@ -69,27 +69,21 @@
 
   const reducedMotion = matchMedia("(prefers-reduced-motion: reduce)");
 
-  // Print: open every closed <details> (FAQ, answers) so the handout has everything; restore after.
-  let reopened = [];
-  addEventListener("beforeprint", () => {
-    reopened = all("details:not([open])").filter(d => !d.hidden);
-    for (const d of reopened) d.open = true;
-  });
-  addEventListener("afterprint", () => { for (const d of reopened) d.open = false; });
-
   // From file:// a link to "labs/x/" opens a folder listing, not the page: point such links at
   // the folder's index.html. Served over http(s) the clean URLs stay as they are.
-  if (location.protocol === "file:") {
-    for (const a of all("a[href]")) {
+  function fileLinks(root) {
+    if (location.protocol !== "file:") return;
+    for (const a of all("a[href]", root)) {
       const m = /^([^#?:]*\/|\.\.?)([?#].*)?$/.exec(a.getAttribute("href"));
       if (m) a.setAttribute("href", m[1].replace(/\.$/, "./") + "index.html" + (m[2] || ""));
     }
   }
+  fileLinks();
 
   // A box that scrolls sideways (code on a phone) must be reachable by keyboard to be scrolled:
   // it becomes a named, focusable region once it overflows (and stays one).
-  function focusableScrollers() {
-    for (const box of all(".codehilite, .prose table")) {
+  function focusableScrollers(root) {
+    for (const box of all(".codehilite, .prose table", root)) {
       if (box.scrollWidth > box.clientWidth + 1 && !box.hasAttribute("tabindex")) {
         box.tabIndex = 0;
         box.setAttribute("role", "region");
@@ -99,8 +93,8 @@
   }
   focusableScrollers();
   let scrollerTimer = 0;
-  addEventListener("resize", () => { clearTimeout(scrollerTimer); scrollerTimer = setTimeout(focusableScrollers, 200); });
+  addEventListener("resize", () => { clearTimeout(scrollerTimer); scrollerTimer = setTimeout(() => focusableScrollers(), 200); });
 
   Labs.util = { h, all, readJSON, store, sum, roundShares, fmt, short, roving, setTabStop, reducedMotion,
-    SVG: "http://www.w3.org/2000/svg" };
+    fileLinks, focusableScrollers, SVG: "http://www.w3.org/2000/svg" };
 })();

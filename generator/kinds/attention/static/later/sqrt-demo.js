@@ -7,6 +7,7 @@
   "use strict";
   const root = document.getElementById("sqrt-demo"), data = (window.Labs || {}).sqrtDemo;
   if (!root || !data || !data.sizes || !data.sizes.length) return;
+  window.Labs.later?.show(root); // the table below, if it is not in the page yet
   // The slider and the two panels exist only with this script (the table below needs none).
   const panel = (side, title) => `<div class="sq-panel sq-${side}"><table class="sq-bars" id="sq-bars-${side}">
 <caption><strong>${title}</strong><br><span class="sq-hint">One typical draw, keys strongest first</span></caption>

@@ -7,10 +7,8 @@
    Scoring counts a question as right only when its FIRST answer was right; tries after a wrong
    answer are practice and say so. Kept in localStorage under the quiz's data-storage-key as
    {"first": {id: [option ids]}, "answers": {id: [option ids]}} (the latest answer shown). */
-(() => {
+window.Labs.later.when("quiz", quiz => { // once the quiz is in the page (15-later.js)
   "use strict";
-  const quiz = document.getElementById("quiz");
-  if (!quiz) return;
   const u = window.Labs.util, h = u.h, key = quiz.dataset.storageKey;
   const saved = u.store.get(key) || {};
   const valid = o => (o && typeof o === "object" && !Array.isArray(o) ? o : {});
@@ -129,4 +127,4 @@
     inputsOf(questions[0])[0].focus();
   });
   score();
-})();
+});
