@@ -8,7 +8,9 @@
     another sentence (which loads the other sentences' numbers lazily) and then a real model
     head (which loads the model's attention lazily). Each file is measured raw and
     gzip -9. Requests to any other origin are counted as third-party (the budget is 0).
-    Budgets: initial ≤ 100 KB raw and ≤ 35 KB gzip; all-in ≤ 80 KB gzip (1 KB = 1000 bytes).
+    Budgets: initial ≤ 115 KB raw (``generator.render.FIRST_VISIT_BUDGET``, as the build and the
+    browser tests have it since lab 07 outgrew 100 KB) and ≤ 35 KB gzip; all-in ≤ 80 KB gzip
+    (1 KB = 1000 bytes).
 
 (b) Click latency. Builds tests/fixtures/browser/content (a lab with a 40-word sentence and
     the shipped lab's four teaching heads) and clicks every word in turn, many times. Each
@@ -17,7 +19,10 @@
     small multiples and step panel), then ``document.body.offsetHeight`` forces the style and
     layout the repaint caused. The URL is written just after, in a timer, and is not counted.
     The same is measured on the shipped lab (6 words) with a teaching head, and with a real
-    head while the model view (72 thumbnails) is open. Target: median ≤ 16 ms (one frame).
+    head while the model view (72 thumbnails) is open. Each case runs twice: at full speed, and
+    with the CPU slowed 4× (Chromium's ``Emulation.setCPUThrottlingRate`` over CDP, as
+    Lighthouse's mobile profile does: a mid-tier phone). Targets for the 40-word sentence:
+    median ≤ 16 ms (one frame) at full speed, ≤ 50 ms slowed 4×.
 
 Needs Playwright for Python and Chromium (``apt-get install -y chromium``, or set
 LABS_CHROMIUM). Prints Markdown tables; exits 1 if a budget or the latency target is missed.
@@ -42,13 +47,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # so the script runs from anywhere, not only from an installed checkout
 
 from generator.build import build
+from generator.render import FIRST_VISIT_BUDGET
 
 CSP = "default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; base-uri 'self'"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 KB = 1000
-BUDGET_RAW, BUDGET_GZIP, BUDGET_ALL_IN_GZIP = 100 * KB, 35 * KB, 80 * KB
-TARGET_MS = 16.0
+BUDGET_RAW, BUDGET_GZIP, BUDGET_ALL_IN_GZIP = FIRST_VISIT_BUDGET, 35 * KB, 80 * KB
+TARGET_MS = 16.0  # one frame at 60 Hz
+SLOWDOWN, TARGET_SLOW_MS = 4, 50.0  # a mid-tier phone (Lighthouse's mobile CPU factor); what still feels immediate
 
 CLICK = """(i) => {
   const b = document.querySelectorAll("#sl-queries button.word")[i];
@@ -209,20 +216,26 @@ def bench_latency(browser, clicks: int) -> bool:
                     page.wait_for_selector('#spotlight[data-ready="true"]')
                     page.locator("#sl-grid").scroll_into_view_if_needed()
                 words = page.locator("#sl-queries button.word").count()
-                times = time_clicks(page, clicks)
-                med, p90 = statistics.median(times), percentile(times, 90)
-                ok = ok and (med <= TARGET_MS or "40-word" not in name)
-                rows.append(f"| {name} | {words} | {len(times)} | {med:.2f} | {p90:.2f} | {max(times):.2f} |")
+                cdp = page.context.new_cdp_session(page)
+                for rate, target in ((1, TARGET_MS), (SLOWDOWN, TARGET_SLOW_MS)):
+                    cdp.send("Emulation.setCPUThrottlingRate", {"rate": rate})
+                    times = time_clicks(page, clicks)
+                    med, p90 = statistics.median(times), percentile(times, 90)
+                    ok = ok and (med <= target or "40-word" not in name)
+                    rows.append(f"| {name} | {words} | {'full speed' if rate == 1 else f'slowed {rate}×'} | {len(times)} | "
+                                f"{med:.2f} | {p90:.2f} | {max(times):.2f} |")
+                cdp.send("Emulation.setCPUThrottlingRate", {"rate": 1})
                 page.close()
         finally:
             for server, _ in servers:
                 server.shutdown()
                 server.server_close()
     print(f"### Click → view updated (handler + forced layout, headless Chromium, {os.cpu_count()} CPUs)\n")
-    print("| case | words | clicks | median ms | p90 ms | max ms |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| case | words | CPU | clicks | median ms | p90 ms | max ms |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
     print("\n".join(rows))
-    print(f"\nTarget: median ≤ {TARGET_MS:g} ms for the 40-word sentence: {'ok' if ok else 'MISSED'}\n")
+    print(f"\nTargets for the 40-word sentence: median ≤ {TARGET_MS:g} ms at full speed, ≤ {TARGET_SLOW_MS:g} ms "
+          f"slowed {SLOWDOWN}×: {'ok' if ok else 'MISSED'}\n")
     return ok
 
 
