@@ -61,14 +61,15 @@ def test_output_has_every_page_the_sitemap_robots_and_fingerprinted_assets(proje
     css = [f for f in files if re.fullmatch(r"assets/site\.[0-9a-f]{8}\.css", f)]
     js = [f for f in files if re.fullmatch(r"assets/site\.[0-9a-f]{8}\.js", f)]
     kind = [f for f in files if re.fullmatch(r"assets/kind-attention\.[0-9a-f]{8}\.(css|js)", f)]
+    later = [f for f in files if re.fullmatch(r"assets/later/quiz\.[0-9a-f]{8}\.js", f)]  # the quiz's code, brought by the quiz
     # Beside each lab page: the fingerprinted files its kind loads on demand, and nothing else.
     beside = [f for f in files if re.fullmatch(r"labs/(alpha|beta)/[a-z0-9_-]+\.[0-9a-f]{8}\.(js|css)", f)]
-    assert len(css) == 1 and len(js) == 1 and len(kind) == 2, files
+    assert len(css) == 1 and len(js) == 1 and len(kind) == 2 and len(later) == 1, files
     assert {f.split("/")[1] for f in beside} == {"alpha", "beta"}
     assert files == {
         "index.html", "labs/alpha/index.html", "labs/beta/index.html", "topics/basics/index.html",
         "topics/later/index.html", "404.html", "sitemap.xml", "robots.txt", "assets/favicon.svg", "assets/nojs.css", MARKER,
-        css[0], js[0], *kind, *beside,
+        css[0], js[0], *kind, *later, *beside,
     }
 
 
@@ -87,6 +88,22 @@ def test_css_is_the_theme_files_minified_and_concatenated_in_name_order(project)
     assert css == ("\n".join(parts) + "\n").encode()
     digest = hashlib.sha256(css).hexdigest()[:8]
     assert f"assets/site.{digest}.css" in result.files
+
+
+def test_a_script_that_a_part_brings_is_its_own_file_and_a_custom_theme_can_replace_it(project):
+    """static/js/later/*.js: not in the bundle, each minified alone and fingerprinted, named by the
+    part that brings it (the quiz's, theme/README.md "Parts kept for later")."""
+    import rjsmin
+
+    (project / "theme/static/js/later").mkdir(parents=True)
+    (project / "theme/static/js/later/quiz.js").write_text("/* mine */\nwindow.mine = 1;\n", encoding="utf-8")
+    result = build(project / "content", project / "theme", project / "site")
+    [name] = [n for n in result.files if n.startswith("assets/later/")]
+    data = result.files[name]
+    assert data == rjsmin.jsmin("/* mine */\nwindow.mine = 1;\n").encode() + b"\n"
+    assert name == f"assets/later/quiz.{hashlib.sha256(data).hexdigest()[:8]}.js"
+    site_js = next(d for n, d in result.files.items() if re.fullmatch(r"assets/site\.[0-9a-f]{8}\.js", n))
+    assert b"window.mine" not in site_js  # (test_site.py checks that the lab page's quiz names it)
 
 
 def test_a_file_of_the_custom_theme_replaces_the_default_one_of_the_same_path(project):
