@@ -1061,7 +1061,8 @@ def test_a_part_below_the_first_screen_comes_in_before_it_reaches_the_screen(pag
 
 
 @pytest.mark.parametrize("where", WHERE)
-@pytest.mark.parametrize("target", ["three-vectors", "quiz-qkv", "faq"], ids=["faq-item", "quiz-question", "section"])
+@pytest.mark.parametrize("target", ["three-vectors", "quiz", "quiz-qkv", "four-moves", "faq"],
+                         ids=["faq-item", "quiz", "quiz-question", "heading-in-prose", "section"])
 def test_a_deep_link_into_a_later_part_lands_on_it_and_stays(page, shipped, where, target):
     page.goto(shipped.url(where, LAB, "#" + target))
     expect(page.locator("#spotlight")).to_have_attribute("data-ready", "true")

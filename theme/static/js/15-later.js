@@ -56,20 +56,26 @@
     found();
   }
 
-  /** Show the part holding the id that `hash` ("#faq-x") names; whether there was one. */
+  let moves = 0; // the learner's own: keys, pointer, wheel
+  for (const type of ["keydown", "pointerdown", "wheel"]) addEventListener(type, () => moves++, { capture: true, passive: true });
+  /** Show the part holding the id that `hash` ("#faq-x") names; whether there was one. Its script
+      (the quiz's) may move what is above the target when it runs: unless the learner has moved
+      meanwhile, the browser is then sent to the target again. */
   function reveal(hash) {
     let id = "";
     try { id = decodeURIComponent(hash.slice(1)); } catch { /* not an id */ }
-    const part = id && waiting.find(p => p.textContent.includes(` id="${id}"`));
-    if (part) show(part);
-    return !!part;
+    const part = id && waiting.find(p => p.textContent.includes(` id="${id}"`)), at = moves;
+    if (!part) return false;
+    show(part);
+    load(part)?.then(() => { if (moves === at && location.hash === hash) location.replace(hash); });
+    return true;
   }
 
   // Until it is drawn a part holds about the height it will take (.is-later::after, a box that is
   // no ancestor of what the browser keeps in place when a part above comes in), so that the parts
-  // further down stay out of reach: its text (less what closed <details> hide) in lines of the column's width,
-  // and its lines of HTML (blocks, code), without asking for a layout (fitted on lab 07 and the
-  // sampling lab at 335–696 px: within a quarter, code blocks aside).
+  // further down stay out of reach: its text (less what closed <details> hide) in lines of the
+  // column's width, and its lines of HTML (blocks, code), without asking for a layout (fitted on
+  // lab 07 and the sampling lab at 335–696 px: within a quarter, code blocks aside).
   function reserve(part) {
     const box = part.parentNode, html = part.textContent.replace(/<\/summary>[^]*?<\/details>/g, "");
     if (box.tagName === "DETAILS") return; // closed: nothing to hold
@@ -81,14 +87,12 @@
   // Near the view, a part with a script comes in once that has run: all at once, and in place.
   const near = "IntersectionObserver" in window && new IntersectionObserver(entries => {
     for (const e of entries) {
-      if (e.isIntersecting) for (const part of waiting.filter(p => e.target.contains(p))) Promise.resolve(load(part)).then(() => show(part));
+      if (!e.isIntersecting) continue;
+      for (const part of waiting.filter(p => e.target.contains(p))) Promise.resolve(load(part)).then(() => show(part));
     }
   }, { rootMargin: "100% 0px" });
   if (!near) showAll();
-  for (const part of waiting) {
-    reserve(part);
-    near.observe(part.parentNode);
-  }
+  else for (const part of waiting) reserve(part), near.observe(part.parentNode);
   reveal(location.hash);
 
   // A link into a part: shown before the browser looks for its target. The address changed by
