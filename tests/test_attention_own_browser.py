@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
-    LAB, _watched_context, axe, context, head_select, open_lab, page, percentages, settle, shipped, sites, watch, words,
+    LAB, _watched_context, axe, context, drawn, head_select, open_lab, page, percentages, settle, shipped, sites, watch, words,
 )
 
 from generator.attention import teaching
@@ -165,6 +165,7 @@ def test_axe_finds_no_violations_with_the_box_in_use(page, shipped, axe, scheme)
     _type(page, "The old man walked slowly to Paris", "Le vieil homme")
     _shown(page, "")
     page.get_by_label(re.compile("^Tag of “old”")).focus()
+    drawn(page)  # judged as drawn, not dimmed while a file beside the page loads
     settle(page)
     results = axe.run(page)
     assert results.violations_count == 0, results.generate_report()

@@ -334,6 +334,11 @@
     const a = document.activeElement, box = a.parentNode.id;
     const again = a !== root && root.contains(a) && box && `#${box} > [${a.dataset.head ? `data-head="${a.dataset.head}"` : 'aria-pressed="true"'}]`;
     if (isReal) parts.model = true;
+    // New links and bars take their widths at once, not from nothing (measure() lays them out
+    // before paint() sizes them): transitions are for the learner's moves, not for every frame
+    // of the first screen.
+    root.classList.add("is-new");
+    requestAnimationFrame(() => requestAnimationFrame(() => root.classList.remove("is-new")));
     build();
     if (isReal) el.model.open = true; // showing a real head shows where it sits among the others
     built = key;
