@@ -231,14 +231,18 @@ def _die_with_parent() -> None:
 def _start_worker(initializer: Callable | None, initargs: tuple) -> None:
     _die_with_parent()
     # The build pauses the cyclic collector (see build_files), and a forked worker inherits the
-    # pause; but a worker's garbage is its own labs' leftovers, and with no collector the cycles
-    # among them stay (~0.6 MB a lab: 650 MiB per worker at 1,000 labs). Everything the worker
-    # inherited is frozen, so the collector never scans the site it was forked with, only what
-    # this worker makes.
+    # pause; but with no collector at all the reference cycles a lab leaves behind would stay
+    # (~0.6 MB a lab: 650 MiB per worker at 1,000 labs). A worker collects once per lab instead
+    # (compute_and_render), the youngest generation only: what that lab made. Everything it
+    # inherited is frozen, so no collection scans the site it was forked with.
     gc.freeze()
-    gc.enable()
+    global _COLLECT_PER_LAB
+    _COLLECT_PER_LAB = True
     if initializer is not None:
         initializer(*initargs)
+
+
+_COLLECT_PER_LAB = False  # set in pool workers
 
 
 @contextmanager
@@ -292,6 +296,15 @@ def _note(text: str) -> str:
 
 
 def compute_and_render(index: int) -> LabBuilt:
+    """:func:`_compute_and_render`; in a pool worker, then collect the cycles the lab left."""
+    try:
+        return _compute_and_render(index)
+    finally:
+        if _COLLECT_PER_LAB:
+            gc.collect(0)
+
+
+def _compute_and_render(index: int) -> LabBuilt:
     """Compute lab ``index`` of the site and render its files where it runs (a worker, for a large
     site), so that its payload never travels back to the build; when the build writes a site,
     write them into its folder too, and keep the lab in the build cache. A lab whose numbers

@@ -168,6 +168,9 @@ class Theme:
             keep_trailing_newline=True,
         )
         self.env.filters["later"] = later
+        # A function, not a macro in quiz.html: a macro keeps the page's context (and all it was
+        # given) in a reference cycle after the render.
+        self.env.globals["inline"] = inline_html
 
     def _files(self) -> dict[str, Path]:
         files: dict[str, Path] = {}
@@ -223,7 +226,7 @@ class Theme:
 
     def render(self, template: str, **context: Any) -> str:
         try:
-            return self.env.get_template(template).render(**context)
+            return self._render_template(self.env.get_template(template), context)
         except jinja2.TemplateSyntaxError as exc:
             path = Path(exc.filename) if exc.filename else self.folder / "templates" / template
             raise _template_error(path, exc.lineno, exc.message or "invalid template syntax") from None
@@ -235,6 +238,22 @@ class Theme:
             message = (exc.message or "undefined value") if isinstance(exc, jinja2.UndefinedError) \
                 else f"{type(exc).__name__}: {exc}"
             raise _template_error(*self._template_line(exc, template), message) from None
+
+    @staticmethod
+    def _render_template(tpl: jinja2.Template, context: dict[str, Any]) -> str:
+        """``tpl.render(**context)``, leaving nothing large behind: a rendered page's context and its
+        macros refer to each other, a cycle that only the cyclic collector frees, and with it
+        everything the page was given (a lab's whole payload). Emptied after the render, the
+        cycle holds nothing but itself."""
+        ctx = tpl.new_context(context)
+        try:
+            return tpl.environment.concat(tpl.root_render_func(ctx))  # as Template.render does
+        except Exception:
+            tpl.environment.handle_exception()  # raises, with the template's lines in the traceback
+            raise
+        finally:
+            ctx.vars.clear()
+            ctx.parent.clear()
 
     def _template_line(self, exc: Exception, template: str) -> tuple[Path, int]:
         """Path and line of the innermost template frame of ``exc`` (Jinja puts template lines in tracebacks)."""
@@ -327,6 +346,15 @@ def fingerprint(name: str, data: bytes) -> str:
     digest = hashlib.sha256(data).hexdigest()[:8]
     stem, dot, ext = name.rpartition(".")
     return f"{stem}.{digest}.{ext}" if dot and posixpath.basename(stem) else f"{name}.{digest}"
+
+
+def inline_html(html: Any) -> Markup:
+    """Rendered Markdown without the one ``<p>`` around it, so that it runs on from what precedes it
+    (a quiz prompt after its number); anything else as it is."""
+    html = str(html)
+    if html.startswith("<p>") and html.endswith("</p>") and html.count("<p>") == 1:
+        html = html[3:-4]
+    return Markup(html)
 
 
 class _Watched:
