@@ -12,6 +12,10 @@
   const waiting = u.all("noscript[data-later]"), wanted = [];
   const before = (a, b) => !!(a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING);
 
+  // The browser's scroll anchoring, off while anything holds it.
+  let holds = 0;
+  const hold = d => { holds += d; root.style.overflowAnchor = holds ? "none" : ""; };
+
   function show(part) {
     const at = waiting.indexOf(part);
     if (at < 0) return;
@@ -22,13 +26,13 @@
     t.innerHTML = part.textContent;
     // What is on screen stays where it is: a part that starts above the view grows upwards (the
     // browser's own scroll anchoring would hold the placeholder, or the section around it, still).
-    root.style.overflowAnchor = "none";
+    hold(1);
     part.replaceWith(t.content);
     box.classList.remove("is-later");
     u.fileLinks(box);
     found();
     if (above) scrollBy(0, root.scrollHeight - height);
-    root.style.overflowAnchor = "";
+    hold(-1);
     if (near && !waiting.some(p => p.parentNode === box)) near.unobserve(box);
     requestAnimationFrame(() => u.focusableScrollers(box));
   }
@@ -67,7 +71,17 @@
     const part = id && waiting.find(p => p.textContent.includes(` id="${id}"`)), at = moves;
     if (!part) return false;
     show(part);
-    load(part)?.then(() => { if (moves === at && location.hash === hash) location.replace(hash); });
+    const pending = load(part);
+    if (pending) {
+      // The script fills the part in from inside (the quiz's score line, its buttons): with no
+      // anchoring the target's top stays put, wherever the browser would have anchored the view.
+      hold(1);
+      pending.then(() => requestAnimationFrame(() => {
+        hold(-1);
+        // Sent there again (setting the address to itself would not scroll in Chromium).
+        if (moves === at && location.hash === hash) document.getElementById(id)?.scrollIntoView();
+      }));
+    }
     return true;
   }
 
