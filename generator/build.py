@@ -381,7 +381,17 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
     started = time.perf_counter()
     source = load_site(content_dir)
     keys = _lab_keys(source, theme_dir, base_url, options) if cache is not None else {}
-    stored = {slug: entry for slug, key in keys.items() if (entry := cache.get(key)) is not None} if cache else {}
+    stored: dict[str, LabEntry] = {}
+    written_stored: list[str] = []
+    for slug, key in keys.items():
+        entry = cache.get(key) if cache else None
+        if entry is None:
+            continue
+        if write_into is not None:  # into the new site as it is read: the site's files are never all held at once
+            write_files(write_into, entry.files)
+            written_stored += entry.files
+            entry = replace(entry, files={})
+        stored[slug] = entry
     todo = [slug for slug in source.order if slug not in stored]
     with lab_pool(content_dir, len(todo)) as map_labs:
         fresh = dict(zip(todo, map_labs(partial(load_lab, source), todo)))
@@ -421,7 +431,7 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
     t = time.perf_counter()
     renderer = Renderer(content, Theme(theme_dir, kinds_of(content)), {}, base_url)
     rendered = {slug: entry.files for slug, entry in stored.items()} | {b.slug: b.files for b in built}
-    written = [path for b in built for path in b.written]
+    written = written_stored + [path for b in built for path in b.written]
     try:
         files = renderer.render_all(rendered)
     except ContentError as exc:  # a theme mistake: the links cannot be checked without the pages
