@@ -384,7 +384,7 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
     stored: dict[str, LabEntry] = {}
     written_stored: list[str] = []
     for slug, key in keys.items():
-        entry = cache.get(key) if cache else None
+        entry = cache.get(key)  # keys is empty without a cache
         if entry is None:
             continue
         if write_into is not None:  # into the new site as it is read: the site's files are never all held at once

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 import shutil
@@ -122,3 +123,23 @@ def run_labs(capsys, *argv: str) -> tuple[int, list[str], list[str]]:
         code = exc.code
     out, err = capsys.readouterr()
     return code, out.splitlines(), err.splitlines()
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """``content/`` and ``theme/`` copied from the fixtures into a fresh working directory
+    (modules with a project of their own define their own ``project``)."""
+    shutil.copytree(FIXTURES / "content", tmp_path / "content")
+    shutil.copytree(FIXTURES / "theme", tmp_path / "theme")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    return tmp_path
+
+
+def tree(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` by relative path, with the SHA-256 of its bytes."""
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}

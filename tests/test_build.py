@@ -15,29 +15,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import tree
 
 import generator.build
 from generator.build import MARKER, build, build_files, check
 from generator.errors import BuildError, ContentError
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-
-
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    """``content/`` and ``theme/`` copied from the fixtures into a fresh working directory."""
-    shutil.copytree(FIXTURES / "content", tmp_path / "content")
-    shutil.copytree(FIXTURES / "theme", tmp_path / "theme")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
-    return tmp_path
-
-
-def tree(folder: Path) -> dict[str, str]:
-    """Every file under ``folder`` by relative path, with the SHA-256 of its bytes."""
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, str]]:

@@ -6,30 +6,13 @@ Builds the fixture content (tests/fixtures/content) through the CLI, in a fresh 
 
 from __future__ import annotations
 
-import hashlib
-import shutil
 from pathlib import Path
 
 import pytest
+from conftest import tree
 
 from generator.buildcache import TAG_NAME
 from generator.cli import main
-
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-
-
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    shutil.copytree(FIXTURES / "content", tmp_path / "content")
-    shutil.copytree(FIXTURES / "theme", tmp_path / "theme")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
-    return tmp_path
-
-
-def tree(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def entries(project: Path) -> list[Path]:
