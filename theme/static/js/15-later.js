@@ -12,10 +12,6 @@
   const waiting = u.all("noscript[data-later]"), wanted = [];
   const before = (a, b) => !!(a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING);
 
-  // The browser's scroll anchoring, off while anything holds it.
-  let holds = 0;
-  const hold = d => { holds += d; root.style.overflowAnchor = holds ? "none" : ""; };
-
   function show(part) {
     const at = waiting.indexOf(part);
     if (at < 0) return;
@@ -26,13 +22,13 @@
     t.innerHTML = part.textContent;
     // What is on screen stays where it is: a part that starts above the view grows upwards (the
     // browser's own scroll anchoring would hold the placeholder, or the section around it, still).
-    hold(1);
+    root.style.overflowAnchor = "none";
     part.replaceWith(t.content);
     box.classList.remove("is-later");
     u.fileLinks(box);
     found();
     if (above) scrollBy(0, root.scrollHeight - height);
-    hold(-1);
+    root.style.overflowAnchor = "";
     if (near && !waiting.some(p => p.parentNode === box)) near.unobserve(box);
     requestAnimationFrame(() => u.focusableScrollers(box));
   }
@@ -71,17 +67,11 @@
     const part = id && waiting.find(p => p.textContent.includes(` id="${id}"`)), at = moves;
     if (!part) return false;
     show(part);
-    const pending = load(part);
-    if (pending) {
-      // The script fills the part in from inside (the quiz's score line, its buttons): with no
-      // anchoring the target's top stays put, wherever the browser would have anchored the view.
-      hold(1);
-      pending.then(() => requestAnimationFrame(() => {
-        hold(-1);
-        // Sent there again (setting the address to itself would not scroll in Chromium).
-        if (moves === at && location.hash === hash) document.getElementById(id)?.scrollIntoView();
-      }));
-    }
+    // Sent there again once the page has loaded and settled (the parts around it come in, and
+    // the browser's anchoring moves the view as they do), unless the learner has moved.
+    const pin = () => moves === at && location.hash === hash && document.getElementById(id)?.scrollIntoView();
+    if (document.readyState !== "complete") addEventListener("load", () => requestAnimationFrame(() => requestAnimationFrame(pin)), { once: true });
+    load(part)?.then(pin); // its script (the quiz's) may move what is above the target as it runs
     return true;
   }
 
