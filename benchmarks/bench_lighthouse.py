@@ -44,27 +44,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from generator.build import build  # noqa: E402
+from generator.statichost import StaticHostHandler  # noqa: E402
 
 PAGES = {"index": "", "lab": "labs/attention/", "topic": "topics/llm-engineering/", "404": "404.html"}
 CATEGORIES = ("performance", "accessibility", "best-practices", "seo")
 AUDITS = {"tbt": "total-blocking-time", "main": "mainthread-work-breakdown", "fid": "max-potential-fid", "dom": "dom-size"}
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):
-        pass
-
-    def send_error(self, code, message=None, explain=None):
-        page = Path(self.directory) / "404.html"
-        if code != 404 or not page.is_file():
-            return super().send_error(code, message, explain)
-        body = page.read_bytes()
-        self.send_response(404)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
 
 
 def lighthouse_command() -> list[str]:
@@ -122,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         site = Path(tmp) / "site"
         build(ROOT / "content", ROOT / "theme", site)
-        handler = functools.partial(_Quiet, directory=str(site))
+        handler = functools.partial(StaticHostHandler, directory=str(site))
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         origin = f"http://127.0.0.1:{server.server_address[1]}/"

@@ -32,6 +32,7 @@ from conftest import spotlight_payload
 import yaml
 
 from generator.build import build
+from generator.statichost import StaticHostHandler
 
 try:
     from playwright.sync_api import expect, sync_playwright
@@ -52,28 +53,13 @@ if sync_playwright is not None:
 
 # -- the sites: built once, served with the CSP, and on disk for file:// ----------------------
 
-class _Handler(http.server.SimpleHTTPRequestHandler):
+class _Handler(StaticHostHandler):
     """Static files with the CSP the pages must run under; a missing path gets 404.html."""
 
     def end_headers(self):
         self.send_header("Content-Security-Policy", CSP)
         self.send_header("Cache-Control", "no-store")
         super().end_headers()
-
-    def send_error(self, code, message=None, explain=None):
-        page = Path(self.directory) / "404.html"
-        if code != 404 or not page.is_file():
-            return super().send_error(code, message, explain)
-        body = page.read_bytes()
-        self.send_response(404)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-    def log_message(self, format, *args):
-        pass
 
 
 @dataclass
