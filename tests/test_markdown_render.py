@@ -175,3 +175,18 @@ def test_dollars_and_braces_that_are_not_mistakes(source, html):
     assert rendered.math_problems == []
     if html is not None:
         assert rendered.html == html
+
+
+@pytest.mark.parametrize("html", [
+    '<p>a <em>b</em> &amp; c\u00a0d <script>x</script><a href="javascript:y">z</a><a href="lab:x" rel="me">l</a></p>',
+    '<div class="math-display"><math display="block"><mi>x</mi><mo>&lt;</mo></math></div><iframe src="x"></iframe>',
+    '<p style="color:red" onclick="x()">t<br>u<img src="data:x" alt="a"></p><unknown>v</unknown><!-- c -->',
+])
+def test_the_reusable_sanitiser_gives_what_nh3_clean_gives(html):
+    import nh3
+
+    policy = dict(tags=markdown_render._TAGS | markdown_render._MATHML_TAGS, url_schemes=markdown_render._URL_SCHEMES,
+                  attributes=markdown_render._ALL_ATTRIBUTES, link_rel="noopener noreferrer")
+    assert markdown_render._clean(html) == nh3.clean(html, **policy)
+    mathml_policy = dict(tags=markdown_render._MATHML_TAGS, attributes=markdown_render._MATHML_ATTRIBUTES)
+    assert markdown_render._clean_mathml(html) == nh3.clean(html, **mathml_policy)
