@@ -290,6 +290,9 @@ class _DisplayMath(Preprocessor):
         return out
 
 
+_INLINE_MATH = r"(?<![\\$\w])\$(?!\s)([^$\n]+?)(?<!\s)\$(?![\w$])"
+
+
 class _InlineMath(InlineProcessor):
     def __init__(self, pattern, md, state: _MathState):
         super().__init__(pattern, md)
@@ -340,7 +343,7 @@ class _Extension(Extension):
         md.ESCAPED_CHARS.append("$")  # \$ writes a dollar sign, not math
         md.preprocessors.register(_DisplayMath(md, self.state), "display_math", 20)
         # Below backticks (190) so `$x$` inside code stays code.
-        md.inlinePatterns.register(_InlineMath(r"(?<![\\$\w])\$(?!\s)([^$\n]+?)(?<!\s)\$(?![\w$])", md, self.state), "inline_math", 185)
+        md.inlinePatterns.register(_InlineMath(_INLINE_MATH, md, self.state), "inline_math", 185)
         md.treeprocessors.register(_Links(md, self.links), "collect_links", 0)
         md.treeprocessors.register(_LoneDollars(md, self.state), "lone_dollars", 1)
 
@@ -406,13 +409,16 @@ def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
     if reserved:
         raise MarkdownLimit(reserved.start(), f"the private-use character U+{ord(reserved.group()):04X} is reserved "
                                               "for the generator's own use; remove it")
-    md, state, links = _converter()
-    try:
-        html = md.convert(source)
-    except RecursionError:  # Python-Markdown recurses once per level of nested lists or quotes
-        _local.converter = None  # its state is left half-way: start afresh next time
-        raise MarkdownLimit(_deepest_line(source), "lists or quotes are nested too deeply for the Markdown "
-                                                   "parser; flatten them") from None
+    state, links = _MathState(), cast(list[str], [])
+    html = _simple_markdown(source, state, links)
+    if html is None:
+        md, state, links = _converter()
+        try:
+            html = md.convert(source)
+        except RecursionError:  # Python-Markdown recurses once per level of nested lists or quotes
+            _local.converter = None  # its state is left half-way: start afresh next time
+            raise MarkdownLimit(_deepest_line(source), "lists or quotes are nested too deeply for the Markdown "
+                                                       "parser; flatten them") from None
     # Math goes in before sanitising, so the sanitiser sees the final HTML (with a MathML allow-list).
     html = re.sub("<p>\\s*(\ue000math(\\d+)\ue001)\\s*</p>",  # display math is a block, not in a <p>
                   lambda m: m.group(1) if state.pieces[int(m.group(2))].startswith("<div") else m.group(0), html)
@@ -428,6 +434,112 @@ def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
     html = _WHITESPACE_SPAN.sub(r"\1", html)  # Pygments wraps plain spaces in spans nothing styles
     text = plain_text(_MATH_ELEMENT.sub("", html))
     return RenderedMarkdown(html=html, text=text, math_problems=list(state.problems), links=list(links))
+
+
+# Paragraphs of text whose only Markdown is *em*, **strong**, `code`, $math$ and [text](url): what
+# Python-Markdown gives for them is written here directly, at a tenth of its cost. Most FAQ
+# answers, quiz prompts and feedback are like this. Anything else — a block marker at the start
+# of a line, HTML, entities, escapes, a delimiter that Python-Markdown might pair otherwise — is
+# declined and goes to the converter; tests/test_markdown_render.py checks on many generated
+# inputs that what this path gives is exactly what the converter gives.
+_SIMPLE_DECLINED = re.compile(
+    r"[<|\t\r\x00-\x09\x0b-\x1f\x7f\x85\u2028\u2029\ud800-\uf8ff\ufeff]"  # HTML, tables, control characters
+    r"|\$\$|~~~|``|\\`|!\[|\*\*\*"                    # display math, fences, escaped `, images, *** runs
+    r"|^(?:[ #>=+-]|\*\s|\d+[.)]|\[)|[ ]$"              # a line that may start a block, or ends in spaces
+    r"|\n\n\n|&(?:#[0-9]+|#x[0-9a-f]+|[0-9a-z]+);",     # blank lines but one; entities
+    re.M | re.I)
+_SETEXT_OR_RULE = re.compile(r"^[-=*_ ]+$", re.M)
+_CODE_SPAN = re.compile(r"`([^`]*)`")
+_MATH_SPAN = re.compile(_INLINE_MATH)
+_LINK_SPAN = re.compile(r"\[([^\[\]]+)\]\(([A-Za-z0-9_./#:-]+)\)")
+_DELIMITERS = re.compile(r"\*+")
+_STASHED = re.compile("\x02(\\d+)\x03")
+
+
+def _simple_markdown(source: str, state: _MathState, links: list[str]) -> str | None:
+    """``md.convert(source)`` for simple paragraphs (see above), or None to use the converter."""
+    text = source.strip("\n")
+    if not text or _SIMPLE_DECLINED.search(text) or _SETEXT_OR_RULE.search(text):
+        return None
+    paragraphs = []
+    for paragraph in text.split("\n\n"):
+        if paragraph != paragraph.strip():  # Python-Markdown strips a paragraph's start
+            return None
+        html = _simple_paragraph(paragraph, state, links)
+        if html is None:
+            return None
+        paragraphs.append(f"<p>{html}</p>")
+    return "\n".join(paragraphs)
+
+
+def _simple_paragraph(text: str, state: _MathState, links: list[str]) -> str | None:
+    """One paragraph's inline Markdown as HTML, as Python-Markdown's inline parser makes it: one
+    kind of span after the other over the whole text (code, math, links, emphasis), each span
+    taken replaced by a placeholder that later kinds do not look into."""
+    stash: list[str] = []
+
+    def put(html: str) -> str:
+        stash.append(html)
+        return f"\x02{len(stash) - 1}\x03"
+
+    def code(m: re.Match) -> str:
+        body = m.group(1).strip()
+        return put(f"<code>{_escape_text(body)}</code>") if body else "\x00"
+
+    text = _CODE_SPAN.sub(code, text)
+    if "`" in text or "\x00" in text or any("\x02" in m.group(1) for m in _MATH_SPAN.finditer(text)):
+        return None
+    text = _MATH_SPAN.sub(lambda m: put(state.token(unescape(m.group(1)), display=False)), text)
+    if "$" in text or "\\" in text:  # a lone $ is a problem the converter reports; \ escapes
+        return None
+    hrefs: list[str] = []
+
+    def link(m: re.Match) -> str:
+        inner = _emphasis(m.group(1), stash)
+        hrefs.append(m.group(2))
+        return "\x00" if inner is None else put(f'<a href="{m.group(2)}">{inner}</a>')
+
+    text = _LINK_SPAN.sub(link, text)
+    if "[" in text or "]" in text or "\x00" in text:
+        return None
+    html = _emphasis(text, stash)
+    if html is not None:
+        links.extend(hrefs)
+    return html
+
+
+def _emphasis(text: str, stash: list[str]) -> str | None:
+    """``text`` (with placeholders) as HTML, its ``*`` and ``**`` pairs made <em> and <strong>; None
+    where Python-Markdown could pair them otherwise (runs of other lengths, a run that cannot open
+    or close, ``_`` that is not inside a word)."""
+    for at in _all(text, "_"):
+        if not (0 < at < len(text) - 1 and text[at - 1].isalnum() and text[at + 1].isalnum()):
+            return None
+    runs = list(_DELIMITERS.finditer(text))
+    if len(runs) % 2:
+        return None
+    out, done = [], 0
+    for opener, closer in zip(runs[::2], runs[1::2]):
+        size = len(opener.group())
+        if size != len(closer.group()) or text[opener.end()].isspace() or text[closer.start() - 1].isspace():
+            return None
+        tag = "em" if size == 1 else "strong"
+        out += [_escape_text(text[done:opener.start()]), f"<{tag}>", _escape_text(text[opener.end():closer.start()]),
+                f"</{tag}>"]
+        done = closer.end()
+    out.append(_escape_text(text[done:]))
+    return _STASHED.sub(lambda m: stash[int(m.group(1))], "".join(out))
+
+
+def _all(text: str, char: str):
+    at = text.find(char)
+    while at >= 0:
+        yield at
+        at = text.find(char, at + 1)
+
+
+def _escape_text(text: str) -> str:
+    return text.replace("&", "&amp;").replace(">", "&gt;")
 
 
 _RESERVED = re.compile("[\ue000\ue001]")  # the math placeholder's delimiters

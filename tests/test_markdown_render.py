@@ -190,3 +190,48 @@ def test_the_reusable_sanitiser_gives_what_nh3_clean_gives(html):
     assert markdown_render._clean(html) == nh3.clean(html, **policy)
     mathml_policy = dict(tags=markdown_render._MATHML_TAGS, attributes=markdown_render._MATHML_ATTRIBUTES)
     assert markdown_render._clean_mathml(html) == nh3.clean(html, **mathml_policy)
+
+
+_INLINE = st.sampled_from(
+    list("ab XY.,;:'\"!?()-+#%/0é—√“”*_`[]<>&$\n\\ \u00a0") + ["**", "*", "`", "$x$", "$a_1 \\le b$", "$\\sqrt{d}$",
+    "[a](lab:x#y)", "[*b* `c`](#d)", "[t](https://x.org/a_b)", "](", "W_Q", "a_b", "\n\n", "\n\n\n", "  \n", "1. ",
+    "&amp;", "&c", "- ", "# ", "$$", "```", "x*", "*x", " * ", "***", "~~~", "\t", "\\$", "[TOC]", "$5"]
+)
+
+
+def _with_and_without_shortcuts(source):
+    fast = render_markdown(source, lambda href: "R" if href.startswith("lab:") else None)
+    original = markdown_render._simple_markdown, markdown_render._plain_paragraph
+    markdown_render._simple_markdown = lambda *_: None
+    markdown_render._plain_paragraph = lambda _: None
+    try:
+        slow = render_markdown(source, lambda href: "R" if href.startswith("lab:") else None)
+    finally:
+        markdown_render._simple_markdown, markdown_render._plain_paragraph = original
+    return [(r.html, r.text, r.links, [(p.tex, p.message, p.offset) for p in r.math_problems]) for r in (fast, slow)]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(_INLINE, max_size=16).map("".join))
+def test_simple_paragraphs_shortcut_gives_what_the_converter_gives(source):
+    fast, slow = _with_and_without_shortcuts(source)
+    assert fast == slow
+
+
+@pytest.mark.parametrize("source", [
+    "A *b* c **d** `e&f` $x$ [l](lab:x#y) W_Q, and *it*” or “**it**”.",
+    "First line\nsecond *line*.\n\nA second paragraph with $\\sqrt{d_k}$ and (**strong**).",
+    "*em across\nlines* and **strong across\nlines**", "See [**b** and `c`](#anchor) then $a$, $b$.",
+])
+def test_simple_paragraphs_shortcut_is_taken_and_exact(source, monkeypatch):
+    assert markdown_render._simple_markdown(source, markdown_render._MathState(), []) is not None
+    fast, slow = _with_and_without_shortcuts(source)
+    assert fast == slow
+
+
+@pytest.mark.parametrize("source", [
+    "a *b **c** d*", "a * b * c", "*a", "x_y_ z", "_a_", "`a` `b", "$5 and", "\\*a\\*", "[a]", "[a](b c)",
+    "a &amp; b", "a <b>c</b>", "line\n- item", "# Title", "a  \nb", "a\n\n\nb", "![i](x.png)", "a | b",
+])
+def test_simple_paragraphs_shortcut_declines_what_it_does_not_know(source):
+    assert markdown_render._simple_markdown(source, markdown_render._MathState(), []) is None
