@@ -436,19 +436,25 @@ def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
     return RenderedMarkdown(html=html, text=text, math_problems=list(state.problems), links=list(links))
 
 
-# Paragraphs of text whose only Markdown is *em*, **strong**, `code`, $math$ and [text](url): what
-# Python-Markdown gives for them is written here directly, at a tenth of its cost. Most FAQ
-# answers, quiz prompts and feedback are like this. Anything else — a block marker at the start
-# of a line, HTML, entities, escapes, a delimiter that Python-Markdown might pair otherwise — is
-# declined and goes to the converter; tests/test_markdown_render.py checks on many generated
-# inputs that what this path gives is exactly what the converter gives.
-_SIMPLE_DECLINED = re.compile(
-    r"[<|\t\r\x00-\x09\x0b-\x1f\x7f\x85\u2028\u2029\ud800-\uf8ff\ufeff]"  # HTML, tables, control characters
-    r"|\$\$|~~~|``|\\`|!\[|\*\*\*"                    # display math, fences, escaped `, images, *** runs
-    r"|^(?:[ #>=+-]|\*\s|\d+[.)]|\[)|[ ]$"              # a line that may start a block, or ends in spaces
-    r"|\n\n\n|&(?:#[0-9]+|#x[0-9a-f]+|[0-9a-z]+);",     # blank lines but one; entities
+# Markdown of the plain shapes lab prose uses — paragraphs, "#" headings of plain text, lists
+# without blank lines between items, fenced code between blank lines — whose only inline Markdown
+# is *em*, **strong**, `code`, $math$ and [text](url): what Python-Markdown gives for it is written
+# here directly, at a fifth of its cost (fenced code still goes through the converter's own
+# fenced-code step). Anything else — HTML, entities, escapes, tables, quotes, nested or loose
+# lists, a delimiter Python-Markdown might pair otherwise — is declined, and the converter does
+# the whole text. tests/test_markdown_render.py checks on many generated inputs that this path
+# gives exactly what the converter gives.
+_SIMPLE_DECLINED = re.compile(  # anywhere, code included: what the converter's first step rewrites
+    r"[\t\r\x00-\x09\x0b-\x1f\x7f\x85\u2028\u2029\ud800-\uf8ff\ufeff]|~~~|^ +$", re.M)
+_TEXT_DECLINED = re.compile(  # outside code
+    r"[<|]|\$\$|``|\\`|!\[|\*\*\*|[ ]$|\n\n\n"    # HTML, tables, display math, escaped `, images, *** runs,
+    r"|&(?:#[0-9]+|#x[0-9a-f]+|[0-9a-z]+);",       # hard breaks, blank lines but one; entities
     re.M | re.I)
-_SETEXT_OR_RULE = re.compile(r"^[-=*_ ]+$", re.M)
+_BLOCKISH = re.compile(r"[#>=+-]|\*\s|\d+[.)]|\[|[-=*_ ]+$")  # a line that could start or end a block
+_FENCE = re.compile(r"```[\w#.+-]*")
+_HEADING = re.compile(r"(#{1,5}) ([^#]*[^#\s])")
+_LIST_ITEM = {"ol": re.compile(r"\d+\.[ ]+(\S.*)"), "ul": re.compile(r"[*+-][ ]+(\S.*)")}
+_CONTINUATION = re.compile(r"[ ]{1,3}(\S.*)")
 _CODE_SPAN = re.compile(r"`([^`]*)`")
 _MATH_SPAN = re.compile(_INLINE_MATH)
 _LINK_SPAN = re.compile(r"\[([^\[\]]+)\]\(([A-Za-z0-9_./#:-]+)\)")
@@ -457,19 +463,111 @@ _STASHED = re.compile("\x02(\\d+)\x03")
 
 
 def _simple_markdown(source: str, state: _MathState, links: list[str]) -> str | None:
-    """``md.convert(source)`` for simple paragraphs (see above), or None to use the converter."""
-    text = source.strip("\n")
-    if not text or _SIMPLE_DECLINED.search(text) or _SETEXT_OR_RULE.search(text):
+    """``md.convert(source)`` for simple Markdown (see above), or None to use the converter."""
+    if not source.strip() or _SIMPLE_DECLINED.search(source):
         return None
-    paragraphs = []
-    for paragraph in text.split("\n\n"):
-        if paragraph != paragraph.strip():  # Python-Markdown strips a paragraph's start
-            return None
-        html = _simple_paragraph(paragraph, state, links)
+    blocks = _simple_blocks(source.strip("\n"))
+    if blocks is None:
+        return None
+    # Python-Markdown parses the inline text of paragraphs first, then of lists' items: math is
+    # numbered, and its problems listed, in that order.
+    inline: dict[tuple[int, int], tuple[str, list[str]]] = {}
+    jobs = [(i, 0, block[1]) for i, block in enumerate(blocks) if block[0] == "p"]
+    jobs += [(i, j, item) for i, block in enumerate(blocks) if block[0] in ("ol", "ul") for j, item in enumerate(block[1])]
+    for i, j, text in jobs:
+        hrefs: list[str] = []
+        html = _simple_paragraph(text, state, hrefs)
         if html is None:
             return None
-        paragraphs.append(f"<p>{html}</p>")
-    return "\n".join(paragraphs)
+        inline[i, j] = html, hrefs
+    out = []
+    for i, (kind, body) in enumerate(blocks):
+        if kind == "p":
+            out.append(f"<p>{inline[i, 0][0]}</p>")
+        elif kind in ("ol", "ul"):
+            items = "".join(f"<li>{inline[i, j][0]}</li>\n" for j in range(len(body)))
+            out.append(f"<{kind}>\n{items}</{kind}>")
+        else:
+            out.append(body)
+    for key in sorted(inline):  # the converter lists links in the order of the page
+        links.extend(inline[key][1])
+    return "\n".join(out).strip()
+
+
+def _simple_blocks(text: str) -> list[tuple[str, object]] | None:
+    """``text`` as its blocks: ("p", inline text), ("ol"/"ul", [item text, …]), ("h", HTML) and
+    ("code", HTML); None for anything the shortcut does not know."""
+    blocks: list[tuple[str, object]] = []
+    ids: set[str] = set()
+    lines = text.split("\n")
+    start = 0
+    while start < len(lines):
+        fence = next((n for n in range(start, len(lines)) if lines[n].startswith("```")), len(lines))
+        chunk = "\n".join(lines[start:fence]).strip("\n")
+        if chunk:
+            if _TEXT_DECLINED.search(chunk):
+                return None
+            for block in chunk.split("\n\n"):
+                parsed = _simple_block(block.split("\n"), ids, blocks[-1][0] if blocks else "")
+                if parsed is None:
+                    return None
+                blocks.append(parsed)
+        if fence == len(lines):
+            break
+        end = lines.index("```", fence + 1) if "```" in lines[fence + 1:] else -1
+        if (end <= fence + 1 or not _FENCE.fullmatch(lines[fence]) or (fence and lines[fence - 1])
+                or any(line.startswith("```") for line in lines[fence + 1:end]) or lines[end + 1:end + 2] not in ([], [""])):
+            return None
+        html = _fenced_code("\n".join(lines[fence:end + 1]))
+        if html is None:
+            return None
+        blocks.append(("code", html))
+        start = end + 1
+    return blocks
+
+
+def _simple_block(lines: list[str], ids: set[str], previous: str) -> tuple[str, object] | None:
+    first = lines[0]
+    kind = "ol" if first.startswith("1.") else "ul" if first[:1] in "*+-" else ""
+    if kind and _LIST_ITEM[kind].fullmatch(first):
+        if previous in ("ol", "ul"):  # Python-Markdown would join it to the list before, as a loose list
+            return None
+        items: list[str] = []
+        for line in lines:
+            item = _LIST_ITEM[kind].fullmatch(line)
+            more = None if item else _CONTINUATION.fullmatch(line)
+            if (item or more) is None or _BLOCKISH.match((item or more).group(1)):
+                return None
+            if item:
+                items.append(item.group(1))
+            else:
+                items[-1] += "\n" + line
+        return kind, items
+    if first.startswith("#"):
+        heading = _HEADING.fullmatch(first)
+        if (len(lines) > 1 or heading is None or not _PLAIN.fullmatch(heading.group(2))
+                or heading.group(2) != heading.group(2).strip()):
+            return None
+        slug = slugify(heading.group(2))
+        if slug in ids:  # the converter's table of contents would number it
+            return None
+        ids.add(slug)
+        level = len(heading.group(1)) + 1
+        return "h", f'<h{level} id="{slug}">{heading.group(2)}</h{level}>'
+    paragraph = "\n".join(lines)
+    if paragraph != paragraph.strip() or any(not line or line[0] == " " or _BLOCKISH.match(line) for line in lines):
+        return None  # (Python-Markdown strips a paragraph's start)
+    return "p", paragraph
+
+
+def _fenced_code(block: str) -> str | None:
+    """A fenced code block as the converter's fenced-code step writes it (highlighted)."""
+    md, _, _ = _converter()
+    lines = md.preprocessors["fenced_code_block"].run(block.split("\n"))
+    stash = md.htmlStash
+    if stash.html_counter != 1 or "\n".join(lines).strip() != stash.get_placeholder(0):
+        return None
+    return str(stash.rawHtmlBlocks[0])
 
 
 def _simple_paragraph(text: str, state: _MathState, links: list[str]) -> str | None:
@@ -519,7 +617,7 @@ def _emphasis(text: str, stash: list[str]) -> str | None:
     if len(runs) % 2:
         return None
     out, done = [], 0
-    for opener, closer in zip(runs[::2], runs[1::2]):
+    for opener, closer in zip(runs[::2], runs[1::2], strict=True):
         size = len(opener.group())
         if size != len(closer.group()) or text[opener.end()].isspace() or text[closer.start() - 1].isspace():
             return None

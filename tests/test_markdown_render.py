@@ -195,7 +195,8 @@ def test_the_reusable_sanitiser_gives_what_nh3_clean_gives(html):
 _INLINE = st.sampled_from(
     list("ab XY.,;:'\"!?()-+#%/0é—√“”*_`[]<>&$\n\\ \u00a0") + ["**", "*", "`", "$x$", "$a_1 \\le b$", "$\\sqrt{d}$",
     "[a](lab:x#y)", "[*b* `c`](#d)", "[t](https://x.org/a_b)", "](", "W_Q", "a_b", "\n\n", "\n\n\n", "  \n", "1. ",
-    "&amp;", "&c", "- ", "# ", "$$", "```", "x*", "*x", " * ", "***", "~~~", "\t", "\\$", "[TOC]", "$5"]
+    "&amp;", "&c", "- ", "# ", "$$", "```", "x*", "*x", " * ", "***", "~~~", "\t", "\\$", "[TOC]", "$5", "\n- ",
+    "\n1. ", "\n2. ", "\n   ", "\n  ", "\n    ", "## ", "\n\n```python\nx = 1  # $y$ <b>\n```\n\n", "\n```\n"]
 )
 
 
@@ -213,7 +214,7 @@ def _with_and_without_shortcuts(source):
 
 @settings(max_examples=1500, deadline=None)
 @given(st.lists(_INLINE, max_size=16).map("".join))
-def test_simple_paragraphs_shortcut_gives_what_the_converter_gives(source):
+def test_simple_markdown_shortcut_gives_what_the_converter_gives(source):
     fast, slow = _with_and_without_shortcuts(source)
     assert fast == slow
 
@@ -222,8 +223,11 @@ def test_simple_paragraphs_shortcut_gives_what_the_converter_gives(source):
     "A *b* c **d** `e&f` $x$ [l](lab:x#y) W_Q, and *it*” or “**it**”.",
     "First line\nsecond *line*.\n\nA second paragraph with $\\sqrt{d_k}$ and (**strong**).",
     "*em across\nlines* and **strong across\nlines**", "See [**b** and `c`](#anchor) then $a$, $b$.",
+    "Intro.\n\n# Moves\n\n1. **One.** $a$ then\n   more *text*\n2. Two [x](lab:y)\n\n## More\n\n- $b$\n  c\n- d",
+    "Code:\n\n```python\ndef f(x):  # $x$ & <y>\n\n    return x\n```\n\nAfter $c$.",
+    "- $\\frac{1}{$ first\n\nThen $\\sqrt{$ second\n\n1. $\\left($ third",
 ])
-def test_simple_paragraphs_shortcut_is_taken_and_exact(source, monkeypatch):
+def test_simple_markdown_shortcut_is_taken_and_exact(source, monkeypatch):
     assert markdown_render._simple_markdown(source, markdown_render._MathState(), []) is not None
     fast, slow = _with_and_without_shortcuts(source)
     assert fast == slow
@@ -231,7 +235,9 @@ def test_simple_paragraphs_shortcut_is_taken_and_exact(source, monkeypatch):
 
 @pytest.mark.parametrize("source", [
     "a *b **c** d*", "a * b * c", "*a", "x_y_ z", "_a_", "`a` `b", "$5 and", "\\*a\\*", "[a]", "[a](b c)",
-    "a &amp; b", "a <b>c</b>", "line\n- item", "# Title", "a  \nb", "a\n\n\nb", "![i](x.png)", "a | b",
+    "a &amp; b", "a <b>c</b>", "line\n- item", "# Title *em*", "#Title", "# A\n\n# A", "a  \nb", "a\n\n\nb",
+    "![i](x.png)", "a | b", "- a\n\n- b", "2. a", "- a\n    b", "- a\n  - b", "1. a\nb", "a\n```\nb\n```",
+    "```\nb\n```\nc", "```\n```", "> quote",
 ])
-def test_simple_paragraphs_shortcut_declines_what_it_does_not_know(source):
+def test_simple_markdown_shortcut_declines_what_it_does_not_know(source):
     assert markdown_render._simple_markdown(source, markdown_render._MathState(), []) is None
