@@ -444,12 +444,14 @@ def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
 # lists, a delimiter Python-Markdown might pair otherwise — is declined, and the converter does
 # the whole text. tests/test_markdown_render.py checks on many generated inputs that this path
 # gives exactly what the converter gives.
-_SIMPLE_DECLINED = re.compile(  # anywhere, code included: what the converter's first step rewrites
-    r"[\t\r\x00-\x09\x0b-\x1f\x7f\x85\u2028\u2029\ud800-\uf8ff\ufeff]|~~~|^ +$", re.M)
-_TEXT_DECLINED = re.compile(  # outside code
-    r"[<|]|\$\$|``|\\`|!\[|\*\*\*|[ ]$|\n\n\n"    # HTML, tables, display math, escaped `, images, *** runs,
-    r"|&(?:#[0-9]+|#x[0-9a-f]+|[0-9a-z]+);",       # hard breaks, blank lines but one; entities
-    re.M | re.I)
+
+# Anywhere, code included: what the converter's first step rewrites (tabs, line ends, control
+# characters, lines of spaces); outside code: display math, escaped backticks, images, runs of
+# three *, hard line breaks, more than one blank line, HTML, entities and tables.
+_CONTROL = re.compile(r"[\t\r\x00-\x09\x0b-\x1f\x7f\x85\u2028\u2029\ud800-\uf8ff\ufeff]")
+_SPACES_LINE = re.compile(r"^ +$", re.M)
+_TEXT_DECLINED = ("$$", "``", "\\`", "![", "***", " \n", "\n\n\n")
+_HTML_OR_TABLE = re.compile(r"[<|]|&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[0-9a-zA-Z]+);")
 _BLOCKISH = re.compile(r"[#>=+-]|\*\s|\d+[.)]|\[|[-=*_ ]+$")  # a line that could start or end a block
 _FENCE = re.compile(r"```[\w#.+-]*")
 _HEADING = re.compile(r"(#{1,5}) ([^#]*[^#\s])")
@@ -464,7 +466,8 @@ _STASHED = re.compile("\x02(\\d+)\x03")
 
 def _simple_markdown(source: str, state: _MathState, links: list[str]) -> str | None:
     """``md.convert(source)`` for simple Markdown (see above), or None to use the converter."""
-    if not source.strip() or _SIMPLE_DECLINED.search(source):
+    if (not source.strip() or _CONTROL.search(source) or "~~~" in source
+            or ((" \n" in source or source.endswith(" ")) and _SPACES_LINE.search(source))):
         return None
     blocks = _simple_blocks(source.strip("\n"))
     if blocks is None:
@@ -505,7 +508,7 @@ def _simple_blocks(text: str) -> list[tuple[str, object]] | None:
         fence = next((n for n in range(start, len(lines)) if lines[n].startswith("```")), len(lines))
         chunk = "\n".join(lines[start:fence]).strip("\n")
         if chunk:
-            if _TEXT_DECLINED.search(chunk):
+            if chunk.endswith(" ") or any(run in chunk for run in _TEXT_DECLINED) or _HTML_OR_TABLE.search(chunk):
                 return None
             for block in chunk.split("\n\n"):
                 parsed = _simple_block(block.split("\n"), ids, blocks[-1][0] if blocks else "")
@@ -584,11 +587,17 @@ def _simple_paragraph(text: str, state: _MathState, links: list[str]) -> str | N
         body = m.group(1).strip()
         return put(f"<code>{_escape_text(body)}</code>") if body else "\x00"
 
-    text = _CODE_SPAN.sub(code, text)
-    if "`" in text or "\x00" in text or any("\x02" in m.group(1) for m in _MATH_SPAN.finditer(text)):
-        return None
-    text = _MATH_SPAN.sub(lambda m: put(state.token(unescape(m.group(1)), display=False)), text)
-    if "$" in text or "\\" in text:  # a lone $ is a problem the converter reports; \ escapes
+    if "`" in text:
+        text = _CODE_SPAN.sub(code, text)
+        if "`" in text or "\x00" in text:
+            return None
+    if "$" in text:
+        if any("\x02" in m.group(1) for m in _MATH_SPAN.finditer(text)):
+            return None
+        text = _MATH_SPAN.sub(lambda m: put(state.token(unescape(m.group(1)), display=False)), text)
+        if "$" in text:  # a lone $ is a problem the converter reports
+            return None
+    if "\\" in text:  # escapes
         return None
     hrefs: list[str] = []
 
@@ -597,43 +606,41 @@ def _simple_paragraph(text: str, state: _MathState, links: list[str]) -> str | N
         hrefs.append(m.group(2))
         return "\x00" if inner is None else put(f'<a href="{m.group(2)}">{inner}</a>')
 
-    text = _LINK_SPAN.sub(link, text)
-    if "[" in text or "]" in text or "\x00" in text:
-        return None
+    if "[" in text or "]" in text:
+        text = _LINK_SPAN.sub(link, text)
+        if "[" in text or "]" in text or "\x00" in text:
+            return None
     html = _emphasis(text, stash)
     if html is not None:
         links.extend(hrefs)
     return html
 
 
+_LOOSE_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")  # a _ not between two letters or digits
+
+
 def _emphasis(text: str, stash: list[str]) -> str | None:
     """``text`` (with placeholders) as HTML, its ``*`` and ``**`` pairs made <em> and <strong>; None
     where Python-Markdown could pair them otherwise (runs of other lengths, a run that cannot open
     or close, ``_`` that is not inside a word)."""
-    for at in _all(text, "_"):
-        if not (0 < at < len(text) - 1 and text[at - 1].isalnum() and text[at + 1].isalnum()):
-            return None
-    runs = list(_DELIMITERS.finditer(text))
-    if len(runs) % 2:
+    if "_" in text and _LOOSE_UNDERSCORE.search(text):
         return None
-    out, done = [], 0
-    for opener, closer in zip(runs[::2], runs[1::2], strict=True):
-        size = len(opener.group())
-        if size != len(closer.group()) or text[opener.end()].isspace() or text[closer.start() - 1].isspace():
+    text = _escape_text(text)  # (leaves every character next to a * as much a space as it was)
+    if "*" in text:
+        runs = list(_DELIMITERS.finditer(text))
+        if len(runs) % 2:
             return None
-        tag = "em" if size == 1 else "strong"
-        out += [_escape_text(text[done:opener.start()]), f"<{tag}>", _escape_text(text[opener.end():closer.start()]),
-                f"</{tag}>"]
-        done = closer.end()
-    out.append(_escape_text(text[done:]))
-    return _STASHED.sub(lambda m: stash[int(m.group(1))], "".join(out))
-
-
-def _all(text: str, char: str):
-    at = text.find(char)
-    while at >= 0:
-        yield at
-        at = text.find(char, at + 1)
+        out, done = [], 0
+        for opener, closer in zip(runs[::2], runs[1::2], strict=True):
+            size = len(opener.group())
+            if size != len(closer.group()) or text[opener.end()].isspace() or text[closer.start() - 1].isspace():
+                return None
+            tag = "em" if size == 1 else "strong"
+            out += [text[done:opener.start()], f"<{tag}>", text[opener.end():closer.start()], f"</{tag}>"]
+            done = closer.end()
+        out.append(text[done:])
+        text = "".join(out)
+    return _STASHED.sub(lambda m: stash[int(m.group(1))], text) if "\x02" in text else text
 
 
 def _escape_text(text: str) -> str:
