@@ -192,6 +192,10 @@ _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 _PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "seq", "map", "timestamp")}
+_STR = "tag:yaml.org,2002:str"
+_SCALAR_CONSTRUCTORS = {tag: yaml.constructor.SafeConstructor.yaml_constructors[tag]
+                        for tag in (f"tag:yaml.org,2002:{t}" for t in ("int", "float", "bool", "null", "timestamp"))}
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()  # their functions keep nothing in it
 
 
 def _walk(doc: YamlDoc, node: yaml.Node, where: Where, diags: Diagnostics, seen: set[int] | None = None) -> Any:
@@ -211,8 +215,12 @@ def _walk(doc: YamlDoc, node: yaml.Node, where: Where, diags: Diagnostics, seen:
     if isinstance(node, yaml.ScalarNode):
         doc.styles[where] = node.style
         doc.raw[where] = node.value
-        # A fresh constructor per scalar: a shared one keeps every node it ever built.
-        value = yaml.constructor.SafeConstructor().construct_object(node, deep=True)
+        if node.tag == _STR:
+            value = node.value
+        elif node.tag in _SCALAR_CONSTRUCTORS:  # called as construct_object would, without its memo
+            value = _SCALAR_CONSTRUCTORS[node.tag](_CONSTRUCTOR, node)
+        else:  # A fresh constructor: a shared one keeps every node it ever built.
+            value = yaml.constructor.SafeConstructor().construct_object(node, deep=True)
         if isinstance(value, float) and not math.isfinite(value):
             value = node.value  # '.nan'/'.inf' are text to us, never numbers
         return value
