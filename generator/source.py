@@ -13,6 +13,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,9 @@ def _line_col(text: str, index: int) -> tuple[int, int]:
     return text.count("\n", 0, index) + 1, index - (text.rfind("\n", 0, index) + 1) + 1
 
 
-def _diag(path: str, text: str, line: int, column: int, message: str) -> Diagnostic:
-    lines = text.splitlines()
+def _diag(path: str, text: str, line: int, column: int, message: str, lines: list[str] | None = None) -> Diagnostic:
+    """A diagnostic quoting its line of ``text`` (``lines``: text.splitlines(), if already made)."""
+    lines = text.splitlines() if lines is None else lines
     source_line = lines[line - 1] if 0 < line <= len(lines) else ""
     return Diagnostic(path, line, column, message, source_line)
 
@@ -178,12 +180,17 @@ class YamlDoc:
         column = index - (self.text.rfind("\n", 0, index) + 1) + 1
         return line, column
 
+    @cached_property
+    def lines(self) -> list[str]:
+        """The text's lines, made once: a lab kind may make many diagnostics (for claims checked later)."""
+        return self.text.splitlines()
+
     def diagnostic(self, where: Where, message: str, *, key: bool = False) -> Diagnostic:
         line, column = self.position(where, key=key)
-        return _diag(self.path, self.text, line, column, message)
+        return _diag(self.path, self.text, line, column, message, self.lines)
 
     def diagnostic_at(self, line: int, column: int, message: str) -> Diagnostic:
-        return _diag(self.path, self.text, line, column, message)
+        return _diag(self.path, self.text, line, column, message, self.lines)
 
 
 # libyaml's safe parser is ~20x faster than the pure-Python one and gives the same marks
