@@ -41,7 +41,6 @@ def link_outside(path: Path, inside: Path) -> tuple[Path, Path | None] | None:
     ``inside`` (or loops): the link and where it leads (None for a loop); None if every link on
     the way stays inside. ``path`` is taken as written (below ``inside``), not resolved."""
     try:
-        boundary = inside.resolve()
         parts = Path(path).relative_to(inside).parts
     except (ValueError, OSError, RuntimeError):
         return None
@@ -49,6 +48,10 @@ def link_outside(path: Path, inside: Path) -> tuple[Path, Path | None] | None:
     for part in parts:
         current = current / part
         if current.is_symlink():
+            try:
+                boundary = inside.resolve()  # (only once there is a link: it costs a system call a folder)
+            except (ValueError, OSError, RuntimeError):
+                return None
             try:
                 target = current.resolve(strict=False)
             except (OSError, RuntimeError):  # a loop of links
