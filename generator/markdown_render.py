@@ -420,19 +420,23 @@ def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
             raise MarkdownLimit(_deepest_line(source), "lists or quotes are nested too deeply for the Markdown "
                                                        "parser; flatten them") from None
     # Math goes in before sanitising, so the sanitiser sees the final HTML (with a MathML allow-list).
-    html = re.sub("<p>\\s*(\ue000math(\\d+)\ue001)\\s*</p>",  # display math is a block, not in a <p>
-                  lambda m: m.group(1) if state.pieces[int(m.group(2))].startswith("<div") else m.group(0), html)
-    html = _MATH_TOKEN_RE.sub(lambda m: state.pieces[int(m.group(1))], html)
+    # (Each step below is taken only where what it looks for is there.)
+    if any(piece.startswith("<div") for piece in state.pieces):  # display math is a block, not in a <p>
+        html = re.sub("<p>\\s*(\ue000math(\\d+)\ue001)\\s*</p>",
+                      lambda m: m.group(1) if state.pieces[int(m.group(2))].startswith("<div") else m.group(0), html)
+    if state.pieces:
+        html = _MATH_TOKEN_RE.sub(lambda m: state.pieces[int(m.group(1))], html)
     html = _clean(html)
-    if resolve_link is not None:
+    if resolve_link is not None and 'href="' in html:
         def rewrite(m: re.Match) -> str:
             href = unescape(m.group(1))
             new = resolve_link(href)
             return m.group(0) if new is None else f'href="{escape_attr(new)}"'
 
         html = re.sub(r'href="([^"]*)"', rewrite, html)
-    html = _WHITESPACE_SPAN.sub(r"\1", html)  # Pygments wraps plain spaces in spans nothing styles
-    text = plain_text(_MATH_ELEMENT.sub("", html))
+    if '<span class="w">' in html:  # Pygments wraps plain spaces in spans nothing styles
+        html = _WHITESPACE_SPAN.sub(r"\1", html)
+    text = plain_text(_MATH_ELEMENT.sub("", html) if "<math" in html else html)
     return RenderedMarkdown(html=html, text=text, math_problems=list(state.problems), links=list(links))
 
 
