@@ -241,3 +241,19 @@ def test_simple_markdown_shortcut_is_taken_and_exact(source, monkeypatch):
 ])
 def test_simple_markdown_shortcut_declines_what_it_does_not_know(source):
     assert markdown_render._simple_markdown(source, markdown_render._MathState(), []) is None
+
+
+@pytest.mark.parametrize("html", [
+    "a &nbsp; b", "<br>", "<p>x</p>", "a<!-- c -->b", "<![CDATA[x<y]]>", "<?pi x?>y", "<svg:rect/>", "&unknown;",
+    '<a xlink:href="x">t</a>', "&amp;lt;", "&#39;q&#x27;", "a\r\nb", "a\rb", '<a href="x>y">z</a>', "<!DOCTYPE x>",
+    "<p>a</p>\n<p>b</p>", "<x:y xmlns:x='u'>k</x:y>", "<p a='1' a='2'>x</p>", "</div><div>", "<p>\ue000math0\ue001 x</p>",
+])
+def test_plain_text_reads_what_elementtree_reads(html):
+    import xml.etree.ElementTree as etree
+
+    try:
+        text = "".join(etree.fromstring(f"<div>{html}</div>").itertext())
+    except etree.ParseError:
+        text = markdown_render.re.sub(r"<[^>]+>", " ", html)
+    text = markdown_render._MATH_TOKEN_RE.sub("", markdown_render.unescape(text))
+    assert markdown_render.plain_text(html) == markdown_render.re.sub(r"\s+", " ", text).strip()
