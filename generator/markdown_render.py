@@ -20,11 +20,11 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from xml.parsers import expat
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache, partial
-from typing import Callable, cast
 from html import unescape
+from typing import Callable, cast
+from xml.parsers import expat
 
 import latex2mathml.converter
 import markdown
@@ -132,12 +132,29 @@ class MathProblem:
     offset: int = 0  # where in ``tex`` the mistake is
 
 
-@dataclass(slots=True)
 class RenderedMarkdown:
-    html: str
-    text: str  # plain text, for descriptions, JSON-LD and announcements
-    math_problems: list[MathProblem] = field(default_factory=list)
-    links: list[str] = field(default_factory=list)  # every href as the author wrote it
+    """Rendered Markdown: ``html``; ``text``, its plain text, for descriptions, JSON-LD and
+    announcements (read from the HTML when first asked for: sections and cards never ask);
+    ``math_problems``; ``links``, every href as the author wrote it."""
+
+    __slots__ = ("html", "_text", "math_problems", "links")
+
+    def __init__(self, html: str, text: str | None = None, math_problems: list[MathProblem] | None = None,
+                 links: list[str] | None = None):
+        self.html = html
+        self._text = text
+        self.math_problems = math_problems if math_problems is not None else []
+        self.links = links if links is not None else []
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = plain_text(_MATH_ELEMENT.sub("", self.html) if "<math" in self.html else self.html)
+        return self._text
+
+    def __repr__(self) -> str:
+        return f"RenderedMarkdown(html={self.html!r}, text={self.text!r}, math_problems={self.math_problems!r}, " \
+               f"links={self.links!r})"
 
 
 class _MathState:
@@ -436,8 +453,7 @@ def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
         html = re.sub(r'href="([^"]*)"', rewrite, html)
     if '<span class="w">' in html:  # Pygments wraps plain spaces in spans nothing styles
         html = _WHITESPACE_SPAN.sub(r"\1", html)
-    text = plain_text(_MATH_ELEMENT.sub("", html) if "<math" in html else html)
-    return RenderedMarkdown(html=html, text=text, math_problems=list(state.problems), links=list(links))
+    return RenderedMarkdown(html=html, math_problems=list(state.problems), links=list(links))
 
 
 # Markdown of the plain shapes lab prose uses — paragraphs, "#" headings of plain text, lists
