@@ -93,6 +93,11 @@ def check_limits(source: str) -> None:
     if len(source) > MAX_MARKDOWN_CHARS:
         raise MarkdownLimit(0, f"Markdown text of {len(source):,} characters is over the limit of "
                                f"{MAX_MARKDOWN_CHARS:,}; split it into several files or sections")
+    if (source.count("[") + source.count("(") + source.count("<")) * len(source) > MAX_SCAN_CHARS:
+        _check_scans(source)  # (else each opening bracket is scanned once, over less than the whole text)
+
+
+def _check_scans(source: str) -> None:
     cost = 0
     open_at: dict[str, list[int]] = {"[": [], "(": [], "<": []}
 

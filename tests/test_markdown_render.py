@@ -257,3 +257,21 @@ def test_plain_text_reads_what_elementtree_reads(html):
         text = markdown_render.re.sub(r"<[^>]+>", " ", html)
     text = markdown_render._MATH_TOKEN_RE.sub("", markdown_render.unescape(text))
     assert markdown_render.plain_text(html) == markdown_render.re.sub(r"\s+", " ", text).strip()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(list("[]()<>x\n") + ["\n\n"]), max_size=40).map("".join))
+def test_texts_with_few_brackets_skip_a_scan_that_could_not_refuse_them(source):
+    import unittest.mock
+
+    with unittest.mock.patch.object(markdown_render, "MAX_SCAN_CHARS", 60):
+        try:
+            markdown_render._check_scans(source)
+            refused = None
+        except markdown_render.MarkdownLimit as exc:
+            refused = exc.offset
+        try:
+            markdown_render.check_limits(source)
+            assert refused is None
+        except markdown_render.MarkdownLimit as exc:
+            assert exc.offset == refused
