@@ -34,6 +34,8 @@ from markdown.inlinepatterns import InlineProcessor
 from markdown.preprocessors import Preprocessor
 from markdown.treeprocessors import Treeprocessor
 
+from generator.highlight import Highlighter
+
 _MATH_TOKEN = "\ue000math{}\ue001"
 _MATH_TOKEN_RE = re.compile("\ue000math(\\d+)\ue001")
 
@@ -379,6 +381,7 @@ def slugify(value: str, separator: str = "-") -> str:
 
 
 _local = threading.local()
+_CODEHILITE = {"css_class": "codehilite", "guess_lang": False, "use_pygments": True}
 
 
 def _converter() -> tuple[markdown.Markdown, _MathState, list[str]]:
@@ -390,7 +393,7 @@ def _converter() -> tuple[markdown.Markdown, _MathState, list[str]]:
         md = markdown.Markdown(
             extensions=["fenced_code", "tables", "sane_lists", "codehilite", "toc", _Extension(state, links)],
             extension_configs={
-                "codehilite": {"css_class": "codehilite", "guess_lang": False, "use_pygments": True},
+                "codehilite": _CODEHILITE,
                 # Authors' "#" is the page's h2: the lab title is the only h1.
                 "toc": {"slugify": slugify, "permalink": False, "baselevel": 2},
             },
@@ -464,8 +467,8 @@ def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
 # Markdown of the plain shapes lab prose uses — paragraphs, "#" headings of plain text, lists
 # without blank lines between items, fenced code between blank lines — whose only inline Markdown
 # is *em*, **strong**, `code`, $math$ and [text](url): what Python-Markdown gives for it is written
-# here directly, at a fifth of its cost (fenced code still goes through the converter's own
-# fenced-code step). Anything else — HTML, entities, escapes, tables, quotes, nested or loose
+# here directly, at a fifth of its cost (fenced code is highlighted as codehilite does it, by
+# generator/highlight.py). Anything else — HTML, entities, escapes, tables, quotes, nested or loose
 # lists, a delimiter Python-Markdown might pair otherwise — is declined, and the converter does
 # the whole text. tests/test_markdown_render.py checks on many generated inputs that this path
 # gives exactly what the converter gives.
@@ -546,10 +549,7 @@ def _simple_blocks(text: str) -> list[tuple[str, object]] | None:
         if (end <= fence + 1 or not _FENCE.fullmatch(lines[fence]) or (fence and lines[fence - 1])
                 or any(line.startswith("```") for line in lines[fence + 1:end]) or lines[end + 1:end + 2] not in ([], [""])):
             return None
-        html = _fenced_code("\n".join(lines[fence:end + 1]))
-        if html is None:
-            return None
-        blocks.append(("code", html))
+        blocks.append(("code", _fenced_code(lines[fence], "".join(line + "\n" for line in lines[fence + 1:end]))))
         start = end + 1
     return blocks
 
@@ -588,14 +588,13 @@ def _simple_block(lines: list[str], ids: set[str], previous: str) -> tuple[str, 
     return "p", paragraph
 
 
-def _fenced_code(block: str) -> str | None:
-    """A fenced code block as the converter's fenced-code step writes it (highlighted)."""
-    md, _, _ = _converter()
-    lines = md.preprocessors["fenced_code_block"].run(block.split("\n"))
-    stash = md.htmlStash
-    if stash.html_counter != 1 or "\n".join(lines).strip() != stash.get_placeholder(0):
-        return None
-    return str(stash.rawHtmlBlocks[0])
+def _fenced_code(opening: str, code: str) -> str:
+    """A fenced code block as the converter's fenced-code step writes it: highlighted by
+    codehilite (as the fence is written: no attributes or hl_lines), ``code`` ending in a newline."""
+    highlighter = getattr(_local, "highlighter", None)
+    if highlighter is None:
+        highlighter = _local.highlighter = Highlighter(_CODEHILITE)
+    return highlighter.html(code, opening[3:].removeprefix(".") or None)
 
 
 def _simple_paragraph(text: str, state: _MathState, links: list[str]) -> str | None:
