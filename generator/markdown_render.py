@@ -467,7 +467,7 @@ def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
 # Markdown of the plain shapes lab prose uses — paragraphs, "#" headings of plain text, lists
 # without blank lines between items, fenced code between blank lines — whose only inline Markdown
 # is *em*, **strong**, `code`, $math$ and [text](url): what Python-Markdown gives for it is written
-# here directly, at a fifth of its cost (fenced code is highlighted as codehilite does it, by
+# here directly, at about a tenth of its cost (fenced code is highlighted as codehilite does it, by
 # generator/highlight.py). Anything else — HTML, entities, escapes, tables, quotes, nested or loose
 # lists, a delimiter Python-Markdown might pair otherwise — is declined, and the converter does
 # the whole text. tests/test_markdown_render.py checks on many generated inputs that this path
