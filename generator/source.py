@@ -13,6 +13,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,9 @@ def _line_col(text: str, index: int) -> tuple[int, int]:
     return text.count("\n", 0, index) + 1, index - (text.rfind("\n", 0, index) + 1) + 1
 
 
-def _diag(path: str, text: str, line: int, column: int, message: str) -> Diagnostic:
-    lines = text.splitlines()
+def _diag(path: str, text: str, line: int, column: int, message: str, lines: list[str] | None = None) -> Diagnostic:
+    """A diagnostic quoting its line of ``text`` (``lines``: text.splitlines(), if already made)."""
+    lines = text.splitlines() if lines is None else lines
     source_line = lines[line - 1] if 0 < line <= len(lines) else ""
     return Diagnostic(path, line, column, message, source_line)
 
@@ -39,7 +41,6 @@ def link_outside(path: Path, inside: Path) -> tuple[Path, Path | None] | None:
     ``inside`` (or loops): the link and where it leads (None for a loop); None if every link on
     the way stays inside. ``path`` is taken as written (below ``inside``), not resolved."""
     try:
-        boundary = inside.resolve()
         parts = Path(path).relative_to(inside).parts
     except (ValueError, OSError, RuntimeError):
         return None
@@ -47,6 +48,10 @@ def link_outside(path: Path, inside: Path) -> tuple[Path, Path | None] | None:
     for part in parts:
         current = current / part
         if current.is_symlink():
+            try:
+                boundary = inside.resolve()  # (only once there is a link: it costs a system call a folder)
+            except (ValueError, OSError, RuntimeError):
+                return None
             try:
                 target = current.resolve(strict=False)
             except (OSError, RuntimeError):  # a loop of links
@@ -178,12 +183,17 @@ class YamlDoc:
         column = index - (self.text.rfind("\n", 0, index) + 1) + 1
         return line, column
 
+    @cached_property
+    def lines(self) -> list[str]:
+        """The text's lines, made once: a lab kind may make many diagnostics (for claims checked later)."""
+        return self.text.splitlines()
+
     def diagnostic(self, where: Where, message: str, *, key: bool = False) -> Diagnostic:
         line, column = self.position(where, key=key)
-        return _diag(self.path, self.text, line, column, message)
+        return _diag(self.path, self.text, line, column, message, self.lines)
 
     def diagnostic_at(self, line: int, column: int, message: str) -> Diagnostic:
-        return _diag(self.path, self.text, line, column, message)
+        return _diag(self.path, self.text, line, column, message, self.lines)
 
 
 # libyaml's safe parser is ~20x faster than the pure-Python one and gives the same marks
@@ -192,6 +202,10 @@ _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 _PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "seq", "map", "timestamp")}
+_STR = "tag:yaml.org,2002:str"
+_SCALAR_CONSTRUCTORS = {tag: yaml.constructor.SafeConstructor.yaml_constructors[tag]
+                        for tag in (f"tag:yaml.org,2002:{t}" for t in ("int", "float", "bool", "null", "timestamp"))}
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()  # their functions keep nothing in it
 
 
 def _walk(doc: YamlDoc, node: yaml.Node, where: Where, diags: Diagnostics, seen: set[int] | None = None) -> Any:
@@ -211,8 +225,12 @@ def _walk(doc: YamlDoc, node: yaml.Node, where: Where, diags: Diagnostics, seen:
     if isinstance(node, yaml.ScalarNode):
         doc.styles[where] = node.style
         doc.raw[where] = node.value
-        # A fresh constructor per scalar: a shared one keeps every node it ever built.
-        value = yaml.constructor.SafeConstructor().construct_object(node, deep=True)
+        if node.tag == _STR:
+            value = node.value
+        elif node.tag in _SCALAR_CONSTRUCTORS:  # called as construct_object would, without its memo
+            value = _SCALAR_CONSTRUCTORS[node.tag](_CONSTRUCTOR, node)
+        else:  # A fresh constructor: a shared one keeps every node it ever built.
+            value = yaml.constructor.SafeConstructor().construct_object(node, deep=True)
         if isinstance(value, float) and not math.isfinite(value):
             value = node.value  # '.nan'/'.inf' are text to us, never numbers
         return value

@@ -175,3 +175,103 @@ def test_dollars_and_braces_that_are_not_mistakes(source, html):
     assert rendered.math_problems == []
     if html is not None:
         assert rendered.html == html
+
+
+@pytest.mark.parametrize("html", [
+    '<p>a <em>b</em> &amp; c\u00a0d <script>x</script><a href="javascript:y">z</a><a href="lab:x" rel="me">l</a></p>',
+    '<div class="math-display"><math display="block"><mi>x</mi><mo>&lt;</mo></math></div><iframe src="x"></iframe>',
+    '<p style="color:red" onclick="x()">t<br>u<img src="data:x" alt="a"></p><unknown>v</unknown><!-- c -->',
+])
+def test_the_reusable_sanitiser_gives_what_nh3_clean_gives(html):
+    import nh3
+
+    policy = dict(tags=markdown_render._TAGS | markdown_render._MATHML_TAGS, url_schemes=markdown_render._URL_SCHEMES,
+                  attributes=markdown_render._ALL_ATTRIBUTES, link_rel="noopener noreferrer")
+    assert markdown_render._clean(html) == nh3.clean(html, **policy)
+    mathml_policy = dict(tags=markdown_render._MATHML_TAGS, attributes=markdown_render._MATHML_ATTRIBUTES)
+    assert markdown_render._clean_mathml(html) == nh3.clean(html, **mathml_policy)
+
+
+_INLINE = st.sampled_from(
+    list("ab XY.,;:'\"!?()-+#%/0é—√“”*_`[]<>&$\n\\ \u00a0") + ["**", "*", "`", "$x$", "$a_1 \\le b$", "$\\sqrt{d}$",
+    "[a](lab:x#y)", "[*b* `c`](#d)", "[t](https://x.org/a_b)", "](", "W_Q", "a_b", "\n\n", "\n\n\n", "  \n", "1. ",
+    "&amp;", "&c", "- ", "# ", "$$", "```", "x*", "*x", " * ", "***", "~~~", "\t", "\\$", "[TOC]", "$5", "\n- ",
+    "\n1. ", "\n2. ", "\n   ", "\n  ", "\n    ", "## ", "\n\n```python\nx = 1  # $y$ <b>\n```\n\n", "\n```\n"]
+)
+
+
+def _with_and_without_shortcuts(source):
+    fast = render_markdown(source, lambda href: "R" if href.startswith("lab:") else None)
+    original = markdown_render._simple_markdown, markdown_render._plain_paragraph
+    markdown_render._simple_markdown = lambda *_: None
+    markdown_render._plain_paragraph = lambda _: None
+    try:
+        slow = render_markdown(source, lambda href: "R" if href.startswith("lab:") else None)
+    finally:
+        markdown_render._simple_markdown, markdown_render._plain_paragraph = original
+    return [(r.html, r.text, r.links, [(p.tex, p.message, p.offset) for p in r.math_problems]) for r in (fast, slow)]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(_INLINE, max_size=16).map("".join))
+def test_simple_markdown_shortcut_gives_what_the_converter_gives(source):
+    fast, slow = _with_and_without_shortcuts(source)
+    assert fast == slow
+
+
+@pytest.mark.parametrize("source", [
+    "A *b* c **d** `e&f` $x$ [l](lab:x#y) W_Q, and *it*” or “**it**”.",
+    "First line\nsecond *line*.\n\nA second paragraph with $\\sqrt{d_k}$ and (**strong**).",
+    "*em across\nlines* and **strong across\nlines**", "See [**b** and `c`](#anchor) then $a$, $b$.",
+    "Intro.\n\n# Moves\n\n1. **One.** $a$ then\n   more *text*\n2. Two [x](lab:y)\n\n## More\n\n- $b$\n  c\n- d",
+    "Code:\n\n```python\ndef f(x):  # $x$ & <y>\n\n    return x\n```\n\nAfter $c$.",
+    "- $\\frac{1}{$ first\n\nThen $\\sqrt{$ second\n\n1. $\\left($ third",
+])
+def test_simple_markdown_shortcut_is_taken_and_exact(source, monkeypatch):
+    assert markdown_render._simple_markdown(source, markdown_render._MathState(), []) is not None
+    fast, slow = _with_and_without_shortcuts(source)
+    assert fast == slow
+
+
+@pytest.mark.parametrize("source", [
+    "a *b **c** d*", "a * b * c", "*a", "x_y_ z", "_a_", "`a` `b", "$5 and", "\\*a\\*", "[a]", "[a](b c)",
+    "a &amp; b", "a <b>c</b>", "line\n- item", "# Title *em*", "#Title", "# A\n\n# A", "a  \nb", "a\n\n\nb",
+    "![i](x.png)", "a | b", "- a\n\n- b", "2. a", "- a\n    b", "- a\n  - b", "1. a\nb", "a\n```\nb\n```",
+    "```\nb\n```\nc", "```\n```", "> quote",
+])
+def test_simple_markdown_shortcut_declines_what_it_does_not_know(source):
+    assert markdown_render._simple_markdown(source, markdown_render._MathState(), []) is None
+
+
+@pytest.mark.parametrize("html", [
+    "a &nbsp; b", "<br>", "<p>x</p>", "a<!-- c -->b", "<![CDATA[x<y]]>", "<?pi x?>y", "<svg:rect/>", "&unknown;",
+    '<a xlink:href="x">t</a>', "&amp;lt;", "&#39;q&#x27;", "a\r\nb", "a\rb", '<a href="x>y">z</a>', "<!DOCTYPE x>",
+    "<p>a</p>\n<p>b</p>", "<x:y xmlns:x='u'>k</x:y>", "<p a='1' a='2'>x</p>", "</div><div>", "<p>\ue000math0\ue001 x</p>",
+])
+def test_plain_text_reads_what_elementtree_reads(html):
+    import xml.etree.ElementTree as etree
+
+    try:
+        text = "".join(etree.fromstring(f"<div>{html}</div>").itertext())
+    except etree.ParseError:
+        text = markdown_render.re.sub(r"<[^>]+>", " ", html)
+    text = markdown_render._MATH_TOKEN_RE.sub("", markdown_render.unescape(text))
+    assert markdown_render.plain_text(html) == markdown_render.re.sub(r"\s+", " ", text).strip()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(list("[]()<>x\n") + ["\n\n"]), max_size=40).map("".join))
+def test_texts_with_few_brackets_skip_a_scan_that_could_not_refuse_them(source):
+    import unittest.mock
+
+    with unittest.mock.patch.object(markdown_render, "MAX_SCAN_CHARS", 60):
+        try:
+            markdown_render._check_scans(source)
+            refused = None
+        except markdown_render.MarkdownLimit as exc:
+            refused = exc.offset
+        try:
+            markdown_render.check_limits(source)
+            assert refused is None
+        except markdown_render.MarkdownLimit as exc:
+            assert exc.offset == refused

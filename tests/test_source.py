@@ -150,3 +150,22 @@ def test_yaml_aliases_are_refused_at_the_anchor(tmp_path, text):
     message = _only(exc)
     assert message.startswith(f"a.yaml:{text.count(chr(10), 0, text.index('&'))+1}:")
     assert "reused through a YAML alias" in message
+
+
+_SCALARS = ["yes", "No", "~", "null", "", "1", "0x1F", "0o17", "1_000", "-3", "1.5", ".inf", "-.Inf", ".nan", "1e3",
+            "2001-12-14", "2001-12-14t21:59:43.10-05:00", "true", "FALSE", "on", "07", "0b101", "+12", "1:20", "a",
+            "'q'", '"x"', "685.230_15e+03", "190:20:30.15", "!!str 3", "!!int 3", "!!bool yes", "!!float 1"]
+
+
+def test_scalars_are_read_as_pyyaml_constructs_them(tmp_path):
+    import math
+
+    import yaml
+
+    (tmp_path / "a.yaml").write_text("".join(f"k{i}: {v}\n" for i, v in enumerate(_SCALARS)))
+    doc = load_yaml(tmp_path / "a.yaml", tmp_path)
+    expected = yaml.load((tmp_path / "a.yaml").read_text(), Loader=yaml.SafeLoader)
+    for key, value in expected.items():
+        if isinstance(value, float) and not math.isfinite(value):  # text to us (see _walk)
+            continue
+        assert (doc.data[key], type(doc.data[key])) == (value, type(value)), key
