@@ -7,10 +7,8 @@ from pathlib import Path
 import markdown
 import pygments
 import pytest
-from pygments.lexer import RegexLexer
-from pygments.lexers import get_lexer_by_name
 
-from generator.highlight import Highlighter, _tokens
+from generator.highlight import Highlighter
 from generator.markdown_render import _CODEHILITE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,14 +41,3 @@ def test_highlighted_html_is_codehilites(lang, code):
     fenced = md.preprocessors["fenced_code_block"]
     fenced.run(f"```{lang or ''}\n{code}\n```".split("\n"))
     assert Highlighter(_CODEHILITE).html(code + "\n", lang) == md.htmlStash.rawHtmlBlocks[0]
-
-
-@pytest.mark.parametrize("lang", ["python", "js", "css", "bash", "rust", "go", "sql", "html", "toml", "diff", "ini",
-                                  "markdown", "latex", "xml", "ts", "java", "perl", "scala", "csharp", "ocaml", "r", "julia", "haskell"])
-def test_rules_tried_at_once_give_pygments_tokens(lang):
-    lexer = get_lexer_by_name(lang)
-    assert type(lexer).get_tokens_unprocessed is RegexLexer.get_tokens_unprocessed  # (others keep their own)
-    for paths in SAMPLES.values():
-        for path in paths:
-            text = path.read_text()[:4000]
-            assert list(_tokens(lexer, text)) == list(lexer.get_tokens_unprocessed(text)), path
