@@ -6,6 +6,7 @@ output paths to bytes, and :mod:`generator.build` decides where they go.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -339,6 +340,20 @@ def lazy_script(name: str, variable: str, data: Any) -> tuple[str, bytes]:
     adds it with ``<script src>`` when needed (a classic script loads from file:// too)."""
     script = f"(window.Labs=window.Labs||{{}}).{variable}={json_for_script(data)};\n".encode()
     return fingerprint(name, script), script
+
+
+def minified(path: Path) -> str:
+    """The script (``.js``) or stylesheet (``.css``) at ``path``, minified. Kept for the process
+    while the file's modification time and size stay the same: every lab of a kind ships the same
+    code, and minifying it again for each one cost more than the rest of some of its parts."""
+    stat = path.stat()
+    return _minified(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _minified(path: Path, mtime_ns: int, size: int) -> str:
+    minify = rcssmin.cssmin if path.suffix == ".css" else rjsmin.jsmin
+    return minify(path.read_text(encoding="utf-8"))
 
 
 def fingerprint(name: str, data: bytes) -> str:

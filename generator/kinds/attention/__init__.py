@@ -24,7 +24,7 @@ from generator.kinds.attention.own import own_script
 from generator.kinds.attention.realmodel import ModelSpec, compute_real, read_model
 from generator.kinds.attention.widget import WidgetSpec, check_claims, compute_widget, read_widget, read_word, top_keys
 from generator.model import Lab, Option
-from generator.render import fingerprint, json_for_script, lazy_script
+from generator.render import fingerprint, json_for_script, lazy_script, minified
 from generator.source import Reader
 
 # Fields of the computed payload that the page's script never reads stay out of the page.
@@ -233,10 +233,7 @@ def _first_paint(head: dict, kind: str) -> dict:
 
 def _more_script() -> tuple[str, bytes]:
     """static/later/spotlight-more.js, minified and fingerprinted: code the spotlight loads on demand."""
-    import rjsmin
-
-    script = rjsmin.jsmin((Path(__file__).parent / "static" / "later" / "spotlight-more.js").read_text(encoding="utf-8"))
-    data = (script + "\n").encode()
+    data = (minified(Path(__file__).parent / "static" / "later" / "spotlight-more.js") + "\n").encode()
     return fingerprint("spotlight-more.js", data), data
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from generator.attention import shuffle as shuffling
 from generator.kinds.attention.widget import WidgetSpec, _numbers
-from generator.render import fingerprint, json_for_script
+from generator.render import fingerprint, json_for_script, minified
 
 FOLDER = Path(__file__).parent / "static" / "later"
 
@@ -38,13 +38,10 @@ def shuffles(spec: WidgetSpec) -> dict[str, Any]:
 def lazy_pattern(shuffle: dict, learned: dict | None, files: dict[str, bytes]) -> dict[str, str]:
     """Add ``pattern.<hash>.js`` (``Labs.patternData``, then the view's code) and its stylesheet to
     ``files``; return what the page embeds under ``"pattern"``."""
-    import rcssmin
-    import rjsmin
-
-    code = rjsmin.jsmin((FOLDER / "pattern.js").read_text(encoding="utf-8"))
+    code = minified(FOLDER / "pattern.js")
     data = {"shuffle": shuffle, "learned": learned}
     script = f"(window.Labs=window.Labs||{{}}).patternData={json_for_script(data)};\n{code}\n".encode()
-    style = (rcssmin.cssmin((FOLDER / "pattern.css").read_text(encoding="utf-8")) + "\n").encode()
+    style = (minified(FOLDER / "pattern.css") + "\n").encode()
     name, css = fingerprint("pattern.js", script), fingerprint("pattern.css", style)
     files[name], files[css] = script, style
     return {"src": name, "css": css}
