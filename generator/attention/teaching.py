@@ -71,7 +71,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from generator.attention.core import causal_mask, scaled_dot_product_attention
+from generator.attention.core import _softmax_into, causal_mask
 from generator.errors import did_you_mean
 
 # ---------------------------------------------------------------------------- roles
@@ -553,22 +553,46 @@ def compute(
     """
     assert kind in KINDS, f"unknown kind {kind!r}"
     assert (keys is not None) == (kind == "cross"), "keys are given for cross attention and only then"
+    same = keys is None
     keys = queries if keys is None else keys
     assert queries and keys, "a sentence needs at least one word"
-    x_q, x_k = embed(queries), embed(keys)
-    roles_q, roles_k = role_indices(queries), role_indices(keys)
-    mask = causal_mask(len(queries)) if kind == "causal" else np.ones((len(queries), len(keys)), dtype=bool)
-    results = {}
-    for head_id in heads:  # heads differ in d_k (and so in √d_k): one pass each, tokens vectorised
-        h = head(head_id)
+    x_q = embed(queries)
+    x_k = x_q if same else embed(keys)
+    roles_q = role_indices(queries)
+    roles_k = roles_q if same else role_indices(keys)
+    n_q, n_k = len(queries), len(keys)
+    mask = causal_mask(n_q) if kind == "causal" else np.ones((n_q, n_k), dtype=bool)
+    hs = [head(head_id) for head_id in heads]
+    n = len(hs)
+    # Heads differ in d_k (and so in √d_k): the projections and q·kᵀ are one small product per
+    # head; everything after them is one call for all heads at once (a sentence's heads share
+    # its n_q × n_k). Rows [0, n) of ``logits`` are the ÷√d scores, [n, 2n) the unscaled ones;
+    # every element goes through the same operations as scaled_dot_product_attention's.
+    logits = np.empty((2 * n, n_q, n_k))
+    biases = np.zeros((n, n_q, n_k))
+    qkv, bias_of = [], []
+    for i, h in enumerate(hs):
         q, k, v = x_q @ h.w_q, x_k @ h.w_k, x_k @ h.w_v
         bias = h.bias_rule(roles_q, roles_k, kind)
-        out, weights = scaled_dot_product_attention(q, k, v, mask=mask, bias=bias)
-        _, weights_unscaled = scaled_dot_product_attention(q, k, v, mask=mask, bias=bias, scale=1.0)
-        scores = q @ k.T
-        scaled = scores / np.sqrt(h.d_k) + (0.0 if bias is None else bias)
-        scaled = np.where(mask, scaled, -np.inf)
-        results[head_id] = HeadResult(q, k, v, scores, bias, scaled, weights, weights_unscaled, out, out @ h.w_o, mask)
+        np.matmul(q * (1.0 / np.sqrt(h.d_k)), k.T, out=logits[i])
+        np.matmul(q, k.T, out=logits[n + i])  # q·kᵀ: exact (small whole and half numbers), so also the raw scores
+        if bias is not None:
+            biases[i] = bias
+        qkv.append((q, k, v))
+        bias_of.append(bias)
+    scores = logits[n:].copy()
+    roots = np.sqrt(np.array([h.d_k for h in hs], dtype=np.int64)).reshape(n, 1, 1)
+    scaled = np.where(mask, scores / roots + biases, -np.inf)
+    logits[:n] += biases  # a head without a bias adds zeros: the same weights (at most a 0 becomes +0)
+    logits[n:] += biases
+    np.copyto(logits, -np.inf, where=~mask)
+    weights = _softmax_into(logits, logits, axis=-1)
+    results = {}
+    for i, h in enumerate(hs):
+        q, k, v = qkv[i]
+        out = weights[i] @ v
+        results[h.id] = HeadResult(q, k, v, scores[i], bias_of[i], scaled[i], weights[i], weights[n + i], out,
+                                   out @ h.w_o, mask)
     return results
 
 

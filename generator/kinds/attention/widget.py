@@ -52,6 +52,8 @@ Public API: :func:`read_widget` (validate, positioned errors through the
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
@@ -434,33 +436,60 @@ def percentages(weights: np.ndarray, mask: np.ndarray, total: int = 100) -> np.n
 
 def _numbers(a: np.ndarray, decimals: int, mask: np.ndarray | None = None) -> list:
     """Nested lists of rounded numbers for JSON; whole numbers as ints, masked entries None."""
-    rounded = np.round(np.asarray(a, dtype=np.float64), decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
-    if mask is not None:
-        rounded = np.where(mask, rounded, np.nan)
+    return _numbers_many([(a, mask)], decimals)[0]
+
+
+def _numbers_many(arrays: Sequence[tuple[np.ndarray, np.ndarray | None]], decimals: int) -> list[list]:
+    """:func:`_numbers` of each ``(array, mask)``, with one pass of NumPy over all of them: a lab
+    has hundreds of arrays of a few dozen numbers, and NumPy's cost is per call, not per number."""
+    if not arrays:
+        return []
+    shapes = [np.shape(a) for a, _ in arrays]
+    rounded = np.round(np.concatenate([np.ravel(a) for a, _ in arrays]).astype(np.float64, copy=False),
+                       decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
+    sizes = [math.prod(shape) for shape in shapes]
+    ends = list(itertools.accumulate(sizes))
+    masked = [(i, mask) for i, (_, mask) in enumerate(arrays) if mask is not None]
+    if masked:
+        keep = np.ones(rounded.size, dtype=bool)
+        for i, mask in masked:
+            keep[ends[i] - sizes[i]:ends[i]] = np.broadcast_to(mask, shapes[i]).ravel()
+        rounded = np.where(keep, rounded, np.nan)
     out = rounded.astype(object)  # Python floats, made in one pass
     whole = np.isfinite(rounded) & (rounded == np.floor(rounded))
     out[whole] = rounded[whole].astype(np.int64).astype(object)
     out[np.isnan(rounded)] = None
-    return out.tolist()
+    return [out[end - size:end].reshape(shape).tolist() for shape, size, end in zip(shapes, sizes, ends)]
+
+
+def _round_all(numbers: list[dict], vec: int, wt: int) -> None:
+    """Replace every ``(array, decimals, mask)`` value of the dicts in ``numbers`` with
+    :func:`_numbers` of it, in place, one pass per precision."""
+    wanted = [(d, key, value) for d in numbers for key, value in d.items() if isinstance(value, tuple)]
+    for decimals in dict.fromkeys((vec, wt)):
+        todo = [(d, key, value) for d, key, value in wanted if value[1] == decimals]
+        for (d, key, _), rounded in zip(todo, _numbers_many([(a, mask) for _, _, (a, _, mask) in todo], decimals)):
+            d[key] = rounded
 
 
 def _head_payload(result: teaching.HeadResult, o_dims: Sequence[str], vec: int, wt: int,
                   shares: dict[str, np.ndarray]) -> dict[str, Any]:
+    """A head's arrays, each as ``(array, decimals, mask)`` to be rounded by :func:`_round_all`."""
     return {
-        "q": _numbers(result.q, vec),
-        "k": _numbers(result.k, vec),
-        "v": _numbers(result.v, vec),
-        "scores": _numbers(result.scores, vec, result.mask),
-        "bias": None if result.bias is None else _numbers(result.bias, vec),
-        "scaled": _numbers(np.where(result.mask, result.scaled, 0.0), vec, result.mask),
+        "q": (result.q, vec, None),
+        "k": (result.k, vec, None),
+        "v": (result.v, vec, None),
+        "scores": (result.scores, vec, result.mask),
+        "bias": None if result.bias is None else (result.bias, vec, None),
+        "scaled": (np.where(result.mask, result.scaled, 0.0), vec, result.mask),
         # Rounded so that each stored row still sums to exactly 1, like the percentages.
-        "weights": _numbers(shares["weights"] / 10**wt, wt),
-        "weights_unscaled": _numbers(shares["weights_unscaled"] / 10**wt, wt),
+        "weights": (shares["weights"] / 10**wt, wt, None),
+        "weights_unscaled": (shares["weights_unscaled"] / 10**wt, wt, None),
         "pct": shares["pct"].tolist(),
         "pct_unscaled": shares["pct_unscaled"].tolist(),
-        "out": _numbers(result.out, vec),
+        "out": (result.out, vec, None),
         # out @ W_O in the residual dimensions this head writes (its W_O block is zero elsewhere).
-        "o": _numbers(result.written[:, [_RESIDUAL_AT[d] for d in o_dims]], vec),
+        "o": (result.written[:, [_RESIDUAL_AT[d] for d in o_dims]], vec, None),
     }
 
 
@@ -481,6 +510,8 @@ _RESIDUAL_AT = {d: i for i, d in enumerate(teaching.RESIDUAL_DIMS)}
 def compute_widget(spec: WidgetSpec) -> dict[str, Any]:
     """The JSON-ready payload described in ``docs/spotlight-data.md``; deterministic."""
     sentences = []
+    numbers: list[dict] = []  # the dicts whose arrays are rounded at the end, all at once
+    vec, wt = spec.vector_decimals, spec.weight_decimals
     for s in spec.sentences:
         keys = s.key_words if s.kind == "cross" else None
         results = teaching.compute(s.query_words, keys, kind=s.kind, heads=spec.head_ids)
@@ -500,12 +531,12 @@ def compute_widget(spec: WidgetSpec) -> dict[str, Any]:
             "roles_k": [w.role for w in s.key_words],
             # The query words' residual vectors around the layer: the embedding before (the heads'
             # slots are 0 then), and embedding + Σ_h out_h·W_O^h after, over RESIDUAL_DIMS.
-            "residual": {"before": _numbers(before[:, :n_embed], spec.vector_decimals),
-                         "after": _numbers(after, spec.vector_decimals)},
-            "heads": {hid: _head_payload(results[hid], teaching.head(hid).o_dims, spec.vector_decimals,
-                                         spec.weight_decimals, shares[hid])
+            "residual": {"before": (before[:, :n_embed], vec, None), "after": (after, vec, None)},
+            "heads": {hid: _head_payload(results[hid], teaching.head(hid).o_dims, vec, wt, shares[hid])
                       for hid in spec.head_ids},
         })
+        numbers += [sentences[-1]["residual"], *sentences[-1]["heads"].values()]
+    _round_all(numbers, vec, wt)
     heads = []
     for hid in spec.head_ids:
         h = teaching.head(hid)
