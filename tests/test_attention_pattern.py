@@ -53,6 +53,22 @@ def _top(row: np.ndarray) -> int:
 
 
 @pytest.mark.parametrize("seed", range(40))
+def test_shuffle_gives_content_weights_of_both_orders_bit_for_bit(seed):
+    """One softmax for every head and both orders gives what one attention call each gave."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 61))
+    words = teaching.parse_sentence(" ".join(f"w{i}/{r}" for i, r in enumerate(rng.choice(teaching.ROLES, n))))
+    order = shuffling.shuffled_order(n, seed)
+    x = teaching.embed(words)
+    moved = x[order].copy()
+    moved[:, shuffling._POSITION_DIMS] = x[:, shuffling._POSITION_DIMS]
+    for hid, (before, after) in shuffling.shuffle(words, order, teaching.HEAD_IDS).items():
+        h = teaching.head(hid)
+        assert before.tobytes() == shuffling.content_weights(x, h).tobytes()
+        assert after.tobytes() == shuffling.content_weights(moved, h).tobytes()
+
+
+@pytest.mark.parametrize("seed", range(40))
 def test_shuffling_permutes_the_content_heads_weights_and_moves_the_previous_word_head(seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(4, 30))

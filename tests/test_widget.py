@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from generator.attention import teaching
-from generator.kinds.attention.widget import _numbers_many, check_claims, compute_widget, percentages, read_widget, top_keys
+from generator.kinds.attention.widget import check_claims, compute_widget, percentages, read_widget, top_keys
 from generator.errors import Diagnostics
 from generator.source import Reader, load_yaml
 
@@ -481,34 +481,3 @@ def test_percentages_sum_to_100_and_skip_masked_keys(raw, visible):
     assert pct.sum() == 100 and (pct[~mask] == 0).all() and (pct >= 0).all()
     assert (np.abs(pct - weights * 100) < 1).all()
 
-
-def _numbers_alone(a, decimals, mask=None) -> list:
-    """_numbers as it was written for one array at a time: the reference for _numbers_many."""
-    rounded = np.round(np.asarray(a, dtype=np.float64), decimals) + 0.0
-    if mask is not None:
-        rounded = np.where(mask, rounded, np.nan)
-    out = rounded.astype(object)
-    whole = np.isfinite(rounded) & (rounded == np.floor(rounded))
-    out[whole] = rounded[whole].astype(np.int64).astype(object)
-    out[np.isnan(rounded)] = None
-    return out.tolist()
-
-
-_arrays = st.tuples(st.integers(0, 5), st.integers(0, 5), st.booleans(), st.booleans()).flatmap(
-    lambda t: st.tuples(
-        st.lists(st.one_of(st.floats(-1e6, 1e6), st.sampled_from([0.0, -0.0, 0.0005, -0.0005, 2.5, 1e15, -7.0])),
-                 min_size=t[0] * t[1], max_size=t[0] * t[1]).map(lambda xs, t=t: np.array(xs, dtype=np.float64)
-                                                                .reshape(t[0], t[1]) if t[2] else
-                                                                np.array(xs, dtype=np.float64)),
-        st.lists(st.booleans(), min_size=t[0] * t[1], max_size=t[0] * t[1]).map(
-            lambda ms, t=t: np.array(ms, dtype=bool).reshape(t[0], t[1]) if t[2] else np.array(ms, dtype=bool))
-        if t[3] else st.none()))
-
-
-@given(st.lists(_arrays, max_size=8), st.integers(0, 4))
-def test_numbers_many_is_numbers_of_each_array(arrays, decimals):
-    many = _numbers_many(arrays, decimals)
-    alone = [_numbers_alone(a, decimals, mask) for a, mask in arrays]
-    assert json.dumps(many) == json.dumps(alone)
-    assert [[type(x) for x in np.ravel(np.array(m, dtype=object))] for m in many] == \
-           [[type(x) for x in np.ravel(np.array(m, dtype=object))] for m in alone]

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from generator.attention import teaching
-from generator.attention.core import scaled_dot_product_attention
+from generator.attention.core import _softmax_into, scaled_dot_product_attention
 
 _POSITION_DIMS = [teaching.EMBEDDING_DIMS.index(d) for d in ("position", "position²", "constant")]
 MAX_DRAWS = 1000  # permutations tried for one that moves every word and splits every neighbour pair
@@ -65,8 +65,16 @@ def content_weights(x: np.ndarray, head: teaching.Head) -> np.ndarray:  # [n, d_
 def shuffle(words: Sequence[teaching.Word], order: np.ndarray, heads: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     # -> {head_id: ([n, n] in the written order, [n, n] in the shuffled order)}
     """Each head's bias-free weights on the written sentence and on its words in ``order`` (row a of
-    the second matrix is the word ``words[order[a]]``, now in slot a)."""
+    the second matrix is the word ``words[order[a]]``, now in slot a): :func:`content_weights` of
+    both orders, with one softmax for all of them (the same numbers to the bit)."""
     x = teaching.embed(words)  # [n, d_model]
     moved = x[order].copy()
     moved[:, _POSITION_DIMS] = x[:, _POSITION_DIMS]  # each slot keeps its own position dimensions
-    return {hid: (content_weights(x, teaching.head(hid)), content_weights(moved, teaching.head(hid))) for hid in heads}
+    logits = np.empty((2 * len(heads), len(words), len(words)))
+    for i, head_id in enumerate(heads):
+        h = teaching.head(head_id)
+        for j, y in enumerate((x, moved)):
+            q, k = y @ h.w_q, y @ h.w_k
+            np.matmul(q * (1.0 / np.sqrt(h.d_k)), k.T, out=logits[2 * i + j])  # as scaled_dot_product_attention
+    weights = _softmax_into(logits, logits, axis=-1)
+    return {head_id: (weights[2 * i], weights[2 * i + 1]) for i, head_id in enumerate(heads)}

@@ -52,8 +52,6 @@ Public API: :func:`read_widget` (validate, positioned errors through the
 
 from __future__ import annotations
 
-import itertools
-import math
 import re
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
@@ -62,6 +60,7 @@ import numpy as np
 
 from generator.attention import teaching
 from generator.attention.realheads import largest_remainder_array
+from generator.kinds.attention.numbers import rounded_lists
 from generator.errors import Diagnostic, did_you_mean
 from generator.source import Reader
 
@@ -434,41 +433,13 @@ def percentages(weights: np.ndarray, mask: np.ndarray, total: int = 100) -> np.n
     return largest_remainder_array(np.where(mask, weights, 0.0), total)
 
 
-def _numbers(a: np.ndarray, decimals: int, mask: np.ndarray | None = None) -> list:
-    """Nested lists of rounded numbers for JSON; whole numbers as ints, masked entries None."""
-    return _numbers_many([(a, mask)], decimals)[0]
-
-
-def _numbers_many(arrays: Sequence[tuple[np.ndarray, np.ndarray | None]], decimals: int) -> list[list]:
-    """:func:`_numbers` of each ``(array, mask)``, with one pass of NumPy over all of them: a lab
-    has hundreds of arrays of a few dozen numbers, and NumPy's cost is per call, not per number."""
-    if not arrays:
-        return []
-    shapes = [np.shape(a) for a, _ in arrays]
-    rounded = np.round(np.concatenate([np.ravel(a) for a, _ in arrays]).astype(np.float64, copy=False),
-                       decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
-    sizes = [math.prod(shape) for shape in shapes]
-    ends = list(itertools.accumulate(sizes))
-    masked = [(i, mask) for i, (_, mask) in enumerate(arrays) if mask is not None]
-    if masked:
-        keep = np.ones(rounded.size, dtype=bool)
-        for i, mask in masked:
-            keep[ends[i] - sizes[i]:ends[i]] = np.broadcast_to(mask, shapes[i]).ravel()
-        rounded = np.where(keep, rounded, np.nan)
-    out = rounded.astype(object)  # Python floats, made in one pass
-    whole = np.isfinite(rounded) & (rounded == np.floor(rounded))
-    out[whole] = rounded[whole].astype(np.int64).astype(object)
-    out[np.isnan(rounded)] = None
-    return [out[end - size:end].reshape(shape).tolist() for shape, size, end in zip(shapes, sizes, ends)]
-
-
 def _round_all(numbers: list[dict], vec: int, wt: int) -> None:
     """Replace every ``(array, decimals, mask)`` value of the dicts in ``numbers`` with
-    :func:`_numbers` of it, in place, one pass per precision."""
+    :func:`~generator.kinds.attention.numbers.rounded_list` of it, in place, one pass per precision."""
     wanted = [(d, key, value) for d in numbers for key, value in d.items() if isinstance(value, tuple)]
     for decimals in dict.fromkeys((vec, wt)):
         todo = [(d, key, value) for d, key, value in wanted if value[1] == decimals]
-        for (d, key, _), rounded in zip(todo, _numbers_many([(a, mask) for _, _, (a, _, mask) in todo], decimals)):
+        for (d, key, _), rounded in zip(todo, rounded_lists([(a, mask) for _, _, (a, _, mask) in todo], decimals)):
             d[key] = rounded
 
 
