@@ -28,6 +28,9 @@ from generator.render import JSONText
 # five a value below 1e-4 would be written in exponent form, which the table does not know.
 TABLE_RANGE = 1 << 14
 MAX_DECIMALS = 4
+# Whole numbers further out (a previous-word score of −75, a percentage of 100) up to this one
+# come from a table of their own.
+WHOLE_RANGE = 1 << 12
 
 
 class Numbers(list):
@@ -56,25 +59,33 @@ def rounded_list(a: np.ndarray, decimals: int, mask: np.ndarray | None = None) -
 
 
 def rounded_lists(arrays: Sequence[tuple[np.ndarray, np.ndarray | None]], decimals: int) -> list[Numbers]:
-    """:func:`rounded_list` of each ``(array, mask)`` (mask: True = keep), in one pass."""
+    """:func:`rounded_list` of each ``(array, mask)`` (mask: True = keep), in one pass. The arrays
+    are laid out side by side by shape, so that the lists of each shape come from one ``tolist``."""
     if not arrays:
         return []
-    shapes = [np.shape(a) for a, _ in arrays]
-    rounded = np.round(np.concatenate([np.ravel(a) for a, _ in arrays]).astype(np.float64, copy=False),
-                       decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
-    sizes = [math.prod(shape) for shape in shapes]
+    parts = [np.asarray(a) for a, _ in arrays]
+    order = sorted(range(len(parts)), key=lambda i: parts[i].shape)
+    shapes = [parts[i].shape for i in order]
+    sizes = [parts[i].size for i in order]
     ends = list(itertools.accumulate(sizes))
-    masked = [(i, mask) for i, (_, mask) in enumerate(arrays) if mask is not None]
+    rounded = np.round(np.concatenate([parts[i].reshape(-1) for i in order]).astype(np.float64, copy=False),
+                       decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
+    masked = [(j, arrays[i][1]) for j, i in enumerate(order) if arrays[i][1] is not None]
     if masked:
         keep = np.ones(rounded.size, dtype=bool)
-        for i, mask in masked:
-            keep[ends[i] - sizes[i]:ends[i]] = np.ravel(mask) if np.shape(mask) == shapes[i] else \
-                np.broadcast_to(mask, shapes[i]).ravel()
+        for j, mask in masked:
+            mask = np.asarray(mask)
+            keep[ends[j] - sizes[j]:ends[j]] = (mask if mask.shape == shapes[j] else np.broadcast_to(mask, shapes[j])).reshape(-1)
         rounded = np.where(keep, rounded, np.nan)
     values = _python_values(rounded)
     texts = _json_texts(rounded, values, shapes, sizes, ends, decimals)
-    return [Numbers.of(values[end - size:end].reshape(shape).tolist(), text)
-            for shape, size, end, text in zip(shapes, sizes, ends, texts)]
+    lists: list[Any] = [None] * len(parts)
+    for shape, same in itertools.groupby(range(len(order)), key=shapes.__getitem__):
+        same = list(same)
+        start, stop = ends[same[0]] - sizes[same[0]], ends[same[-1]]
+        for j, items in zip(same, values[start:stop].reshape((len(same),) + shape).tolist()):
+            lists[order[j]] = Numbers.of(items, texts[j]) if shape else items
+    return lists
 
 
 def _python_values(rounded: np.ndarray) -> np.ndarray:  # [n] float64 -> [n] object
@@ -94,6 +105,13 @@ def _table(decimals: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # -> [2
     values = np.round(np.arange(-TABLE_RANGE, TABLE_RANGE + 1) / 10.0**decimals, decimals) + 0.0
     texts = [_scalar_json(v) for v in _python_values(values).tolist()]
     return values, np.array(texts, dtype=object), np.array([len(t) for t in texts], dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=1)
+def _whole_table() -> tuple[np.ndarray, np.ndarray]:  # -> [2W+1] object (str), [2W+1] int
+    """The JSON text of every whole number k for |k| <= WHOLE_RANGE, and its length."""
+    texts = [_scalar_json(k) for k in range(-WHOLE_RANGE, WHOLE_RANGE + 1)]
+    return np.array(texts, dtype=object), np.array([len(t) for t in texts], dtype=np.int64)
 
 
 def _scalar_json(value: int | float | None) -> str:
@@ -120,6 +138,13 @@ def _json_texts(rounded: np.ndarray, values: np.ndarray, shapes: Sequence[tuple]
     index = (np.where(np.abs(k) <= TABLE_RANGE, k, 0) + TABLE_RANGE).astype(np.intp)  # NaN: not in range
     strings, lengths = table_texts[index], table_lengths[index]
     missed = np.flatnonzero(table_values[index] != rounded)  # out of the table's range, or NaN
+    if missed.size:
+        far = rounded[missed]
+        whole = (far == np.floor(far)) & (np.abs(far) <= WHOLE_RANGE)  # NaN: not whole
+        whole_texts, whole_lengths = _whole_table()
+        at = (far[whole] + WHOLE_RANGE).astype(np.intp)
+        strings[missed[whole]], lengths[missed[whole]] = whole_texts[at], whole_lengths[at]
+        missed = missed[~whole]
     if missed.size:
         written = [_scalar_json(v) for v in values[missed].tolist()]
         strings[missed] = written

@@ -444,20 +444,22 @@ def _round_all(numbers: list[dict], vec: int, wt: int) -> None:
 
 
 def _head_payload(result: teaching.HeadResult, o_dims: Sequence[str], vec: int, wt: int,
-                  shares: dict[str, np.ndarray]) -> dict[str, Any]:
-    """A head's arrays, each as ``(array, decimals, mask)`` to be rounded by :func:`_round_all`."""
+                  shares: dict[str, np.ndarray], causal: bool) -> dict[str, Any]:
+    """A head's arrays, each as ``(array, decimals, mask)`` to be rounded by :func:`_round_all`
+    (the mask only where it hides anything: a causal sentence's)."""
+    mask = result.mask if causal else None
     return {
         "q": (result.q, vec, None),
         "k": (result.k, vec, None),
         "v": (result.v, vec, None),
-        "scores": (result.scores, vec, result.mask),
+        "scores": (result.scores, vec, mask),
         "bias": None if result.bias is None else (result.bias, vec, None),
-        "scaled": (np.where(result.mask, result.scaled, 0.0), vec, result.mask),
+        "scaled": (np.where(result.mask, result.scaled, 0.0), vec, mask),
         # Rounded so that each stored row still sums to exactly 1, like the percentages.
         "weights": (shares["weights"] / 10**wt, wt, None),
         "weights_unscaled": (shares["weights_unscaled"] / 10**wt, wt, None),
-        "pct": shares["pct"].tolist(),
-        "pct_unscaled": shares["pct_unscaled"].tolist(),
+        "pct": (shares["pct"], wt, None),  # whole numbers: rounding keeps them as they are
+        "pct_unscaled": (shares["pct_unscaled"], wt, None),
         "out": (result.out, vec, None),
         # out @ W_O in the residual dimensions this head writes (its W_O block is zero elsewhere).
         "o": (result.written[:, [_RESIDUAL_AT[d] for d in o_dims]], vec, None),
@@ -503,7 +505,7 @@ def compute_widget(spec: WidgetSpec) -> dict[str, Any]:
             # The query words' residual vectors around the layer: the embedding before (the heads'
             # slots are 0 then), and embedding + Σ_h out_h·W_O^h after, over RESIDUAL_DIMS.
             "residual": {"before": (before[:, :n_embed], vec, None), "after": (after, vec, None)},
-            "heads": {hid: _head_payload(results[hid], teaching.head(hid).o_dims, vec, wt, shares[hid])
+            "heads": {hid: _head_payload(results[hid], teaching.head(hid).o_dims, vec, wt, shares[hid], s.kind == "causal")
                       for hid in spec.head_ids},
         })
         numbers += [sentences[-1]["residual"], *sentences[-1]["heads"].values()]
