@@ -4,8 +4,9 @@
 ``docs/spotlight-data.md``) with one pass of NumPy over all of them: a lab has hundreds of arrays of
 a few dozen numbers, and NumPy's cost is per call, not per number. Each list it returns is a
 :class:`Numbers`, which also carries its JSON text, exactly as ``json.dumps(the_list,
-separators=(",", ":"))`` would write it, made from the arrays with a table of the numbers most
-arrays hold (:func:`_table`): :func:`as_json` hands that text to
+separators=(",", ":"))`` would write it. Both come from a table of the numbers most arrays hold
+(:func:`_table`: each one's Python value and text, made once per process, about 2 MB), so that
+most numbers cost a lookup, not a conversion and a ``repr``: :func:`as_json` hands the text to
 :func:`~generator.render.json_for_script`, which then copies it instead of encoding the list
 (most of a lab's page scripts are these numbers). A :class:`Numbers` must not be changed after
 it is made; nothing does.
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,8 +23,8 @@ import numpy as np
 
 from generator.render import JSONText
 
-# The table covers |value| < TABLE_RANGE / 10**decimals (16.384 at three decimals: 97 % of a
-# lab's numbers); the rest are written one by one. Decimals beyond MAX_DECIMALS get no text: at
+# The table covers |value| <= TABLE_RANGE / 10**decimals (16.384 at three decimals: 98 % of a
+# lab's numbers that are not whole); the rest are made one by one. Decimals beyond MAX_DECIMALS get no text: at
 # five a value below 1e-4 would be written in exponent form, which the table does not know.
 TABLE_RANGE = 1 << 14
 MAX_DECIMALS = 4
@@ -77,8 +77,17 @@ def rounded_lists(arrays: Sequence[tuple[np.ndarray, np.ndarray | None]], decima
             mask = np.asarray(mask)
             keep[ends[j] - sizes[j]:ends[j]] = (mask if mask.shape == shapes[j] else np.broadcast_to(mask, shapes[j])).reshape(-1)
         rounded = np.where(keep, rounded, np.nan)
-    values = _python_values(rounded)
-    texts = _json_texts(rounded, values, shapes, sizes, ends, decimals)
+    texts: list[str | None] = [None] * len(shapes)
+    if not 0 <= decimals <= MAX_DECIMALS or np.isinf(rounded).any():  # json_for_script refuses an infinity
+        values = _python_values(rounded)
+    else:  # the numbers the table holds are taken from it, with their text; the others are made
+        table_values, table_objects, table_texts, table_lengths = _table(decimals)
+        k = np.rint(rounded * 10.0**decimals)
+        index = (np.where(np.abs(k) <= TABLE_RANGE, k, 0) + TABLE_RANGE).astype(np.intp)  # NaN: out of range
+        missed = np.flatnonzero(table_values[index] != rounded)  # out of the table's range, or NaN
+        values = table_objects[index]
+        values[missed] = _python_values(rounded[missed])
+        texts = _json_texts(rounded, values, table_texts[index], table_lengths[index], missed, shapes, sizes, ends)
     lists: list[Any] = [None] * len(parts)
     for shape, same in itertools.groupby(range(len(order)), key=shapes.__getitem__):
         same = list(same)
@@ -98,13 +107,15 @@ def _python_values(rounded: np.ndarray) -> np.ndarray:  # [n] float64 -> [n] obj
 
 
 @functools.lru_cache(maxsize=MAX_DECIMALS + 1)
-def _table(decimals: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # -> [2R+1] float64, object (str), int
-    """Every number k / 10**decimals for |k| <= TABLE_RANGE, as :func:`rounded_lists` rounds it, its
-    JSON text, as json.dumps writes the Python value it becomes, and the text's length. Made once
-    per process."""
+def _table(decimals: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    # -> [2R+1] float64, object (int | float), object (str), int
+    """Every number k / 10**decimals for |k| <= TABLE_RANGE, as :func:`rounded_lists` rounds it, the
+    Python value it becomes, that value's JSON text (as json.dumps writes it) and the text's
+    length. Made once per process."""
     values = np.round(np.arange(-TABLE_RANGE, TABLE_RANGE + 1) / 10.0**decimals, decimals) + 0.0
-    texts = [_scalar_json(v) for v in _python_values(values).tolist()]
-    return values, np.array(texts, dtype=object), np.array([len(t) for t in texts], dtype=np.int64)
+    objects = _python_values(values)
+    texts = [_scalar_json(v) for v in objects.tolist()]
+    return values, objects, np.array(texts, dtype=object), np.array([len(t) for t in texts], dtype=np.int64)
 
 
 @functools.lru_cache(maxsize=1)
@@ -124,20 +135,14 @@ _AFTER = np.array([",", "],[", "]]", "]"], dtype=object)
 _AFTER_LENGTH = np.array([len(a) for a in _AFTER], dtype=np.int64)
 
 
-def _json_texts(rounded: np.ndarray, values: np.ndarray, shapes: Sequence[tuple], sizes: Sequence[int],
-                ends: Sequence[int], decimals: int) -> list[str | None]:
-    """The JSON text of each array (its part of ``rounded``/``values``), or None where the table
-    cannot tell: an infinity (json_for_script refuses it, with its message), an array that is not
-    one- or two-dimensional, or an empty one. Every number's text and what follows it are joined
-    into one string, which is then cut at the arrays' ends."""
+def _json_texts(rounded: np.ndarray, values: np.ndarray, strings: np.ndarray, lengths: np.ndarray,
+                missed: np.ndarray, shapes: Sequence[tuple], sizes: Sequence[int],
+                ends: Sequence[int]) -> list[str | None]:
+    """The JSON text of each array (its part of ``rounded``/``values``), from the table's ``strings``
+    and their ``lengths`` for every number but the ``missed`` ones, or None for an array that is
+    not one- or two-dimensional, or an empty one. Every number's text and what follows it are
+    joined into one string, which is then cut at the arrays' ends."""
     texts: list[str | None] = [None] * len(shapes)
-    if not 0 <= decimals <= MAX_DECIMALS or np.isinf(rounded).any():
-        return texts
-    table_values, table_texts, table_lengths = _table(decimals)
-    k = np.rint(rounded * 10.0**decimals)
-    index = (np.where(np.abs(k) <= TABLE_RANGE, k, 0) + TABLE_RANGE).astype(np.intp)  # NaN: not in range
-    strings, lengths = table_texts[index], table_lengths[index]
-    missed = np.flatnonzero(table_values[index] != rounded)  # out of the table's range, or NaN
     if missed.size:
         far = rounded[missed]
         whole = (far == np.floor(far)) & (np.abs(far) <= WHOLE_RANGE)  # NaN: not whole
