@@ -5,7 +5,7 @@
 a few dozen numbers, and NumPy's cost is per call, not per number. Each list it returns is a
 :class:`Numbers`, which also carries its JSON text, exactly as ``json.dumps(the_list,
 separators=(",", ":"))`` would write it. Both come from a table of the numbers most arrays hold
-(:func:`_table`: each one's Python value and text, made once per process, about 2 MB), so that
+(:func:`_table`: each one's Python value and text, made once per process: 10 ms, 2 MB), so that
 most numbers cost a lookup, not a conversion and a ``repr``: :func:`as_json` hands the text to
 :func:`~generator.render.json_for_script`, which then copies it instead of encoding the list
 (most of a lab's page scripts are these numbers). A :class:`Numbers` must not be changed after
@@ -23,10 +23,10 @@ import numpy as np
 
 from generator.render import JSONText
 
-# The table covers |value| <= TABLE_RANGE / 10**decimals (16.384 at three decimals: 98 % of a
+# The table covers |value| <= TABLE_RANGE / 10**decimals (8.192 at three decimals: 97.5 % of a
 # lab's numbers that are not whole); the rest are made one by one. Decimals beyond MAX_DECIMALS get no text: at
 # five a value below 1e-4 would be written in exponent form, which the table does not know.
-TABLE_RANGE = 1 << 14
+TABLE_RANGE = 1 << 13
 MAX_DECIMALS = 4
 # Whole numbers further out (a previous-word score of −75, a percentage of 100) up to this one
 # come from a table of their own.
