@@ -258,7 +258,7 @@ def embed(words: Sequence[Word]) -> np.ndarray:  # -> [n, d_model]
     n = len(words)
     position = np.arange(n, dtype=np.float64)
     x = np.zeros((n, len(EMBEDDING_DIMS)))
-    x[:, : len(ROLES)] = np.eye(len(ROLES))[role_indices(words)]
+    x[np.arange(n), role_indices(words)] = 1.0  # the role, one-hot
     x[:, _DIM["subject"]] = subject_flags([w.role for w in words])
     x[:, _DIM["position"]] = position
     x[:, _DIM["position²"]] = position**2
@@ -376,11 +376,14 @@ def _offsets(n_q: int, n_k: int) -> np.ndarray:  # -> [n_q, n_k]  j − i
     return np.arange(n_k)[None, :] - np.arange(n_q)[:, None]
 
 
+_POINTS_FORWARD = np.array([role in FORWARD_ROLES for role in ROLES])  # [len(ROLES)] bool, by role index
+
+
 def _syntax_bias(roles_q: np.ndarray, roles_k: np.ndarray, kind: str) -> np.ndarray | None:
     if kind == "cross":
         return None
     delta = _offsets(len(roles_q), len(roles_k))
-    forward = np.isin(np.array(ROLES)[roles_q], FORWARD_ROLES)[:, None]  # [n_q, 1]
+    forward = _POINTS_FORWARD[roles_q][:, None]  # [n_q, 1]
     beyond = np.maximum(np.abs(delta) - 1, 0)
     step = np.where(forward, SYNTAX_STEP_FORWARD, SYNTAX_STEP_OTHER)
     bias = -step * beyond
@@ -510,6 +513,7 @@ HEADS: tuple[Head, ...]
 RESIDUAL_DIMS: tuple[str, ...]  # the residual stream: EMBEDDING_DIMS, then every head's output slots
 HEADS, RESIDUAL_DIMS = _make_heads()
 HEAD_IDS: tuple[str, ...] = tuple(h.id for h in HEADS)
+_HEAD_BY_ID = {h.id: h for h in HEADS}
 # Shown when a widget does not list its heads. Alignment is left out: in a single sentence
 # it mostly finds the word itself, and each head adds n² numbers to the page.
 DEFAULT_HEADS: tuple[str, ...] = ("syntax", "previous", "coreference")
@@ -517,7 +521,7 @@ KINDS = ("self", "causal", "cross")
 
 
 def head(head_id: str) -> Head:
-    return next(h for h in HEADS if h.id == head_id)
+    return _HEAD_BY_ID[head_id]
 
 
 # ---------------------------------------------------------------------------- compute
