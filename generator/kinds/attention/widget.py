@@ -466,15 +466,29 @@ def _head_payload(result: teaching.HeadResult, o_dims: Sequence[str], vec: int, 
     }
 
 
-def _shares(results: Mapping[str, teaching.HeadResult], head_ids: Sequence[str], wt: int) -> dict[str, dict]:
+def _shares(sentences: Sequence[Mapping[str, teaching.HeadResult]], head_ids: Sequence[str], wt: int) -> list[dict]:
     """Each head's weights (÷√d and not) as integer shares of 100 and of 10**wt, rounded per row
-    (:func:`percentages`) for every head of a sentence at once."""
-    stacked = np.stack([results[h].weights for h in head_ids] + [results[h].weights_unscaled for h in head_ids])
-    mask = np.stack([results[h].mask for h in head_ids] * 2)
-    pct, fine = percentages(stacked, mask), percentages(stacked, mask, 10**wt)
+    (:func:`percentages`), for every sentence's heads: ``[{head_id: {"pct": …, "pct_unscaled": …,
+    "weights": …, "weights_unscaled": …}}]``. The rows of all sentences with as many keys are
+    rounded in one call (the rounding is row by row)."""
     n = len(head_ids)
-    return {hid: {"pct": pct[i], "pct_unscaled": pct[n + i], "weights": fine[i], "weights_unscaled": fine[n + i]}
-            for i, hid in enumerate(head_ids)}
+    stacks = [np.stack([r[h].weights for h in head_ids] + [r[h].weights_unscaled for h in head_ids])
+              for r in sentences]  # [2 heads, n_q, n_k] each
+    masks = [np.broadcast_to(r[head_ids[0]].mask, stack.shape) for r, stack in zip(sentences, stacks)]
+    pct: list[np.ndarray] = [np.empty(0)] * len(stacks)
+    fine: list[np.ndarray] = [np.empty(0)] * len(stacks)
+    by_keys: dict[int, list[int]] = {}
+    for i, stack in enumerate(stacks):
+        by_keys.setdefault(stack.shape[-1], []).append(i)
+    for n_k, same in by_keys.items():
+        rows = np.concatenate([stacks[i].reshape(-1, n_k) for i in same])
+        mask = np.concatenate([masks[i].reshape(-1, n_k) for i in same])
+        ends = np.cumsum([stacks[i].size // n_k for i in same])[:-1]
+        for out, total in ((pct, 100), (fine, 10**wt)):
+            for i, part in zip(same, np.split(percentages(rows, mask, total), ends)):
+                out[i] = part.reshape(stacks[i].shape)
+    return [{hid: {"pct": p[i], "pct_unscaled": p[n + i], "weights": f[i], "weights_unscaled": f[n + i]}
+             for i, hid in enumerate(head_ids)} for p, f in zip(pct, fine)]
 
 
 _RESIDUAL_AT = {d: i for i, d in enumerate(teaching.RESIDUAL_DIMS)}
@@ -485,11 +499,10 @@ def compute_widget(spec: WidgetSpec) -> dict[str, Any]:
     sentences = []
     numbers: list[dict] = []  # the dicts whose arrays are rounded at the end, all at once
     vec, wt = spec.vector_decimals, spec.weight_decimals
-    for s in spec.sentences:
-        keys = s.key_words if s.kind == "cross" else None
-        results = teaching.compute(s.query_words, keys, kind=s.kind, heads=spec.head_ids)
+    computed = [teaching.compute(s.query_words, s.key_words if s.kind == "cross" else None, kind=s.kind,
+                                 heads=spec.head_ids) for s in spec.sentences]
+    for s, results, shares in zip(spec.sentences, computed, _shares(computed, spec.head_ids, spec.weight_decimals)):
         before, after = teaching.residual(s.query_words, results)
-        shares = _shares(results, spec.head_ids, spec.weight_decimals)
         n_embed = len(teaching.EMBEDDING_DIMS)
         sentences.append({
             "id": s.id,
