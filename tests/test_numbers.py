@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 
 import numpy as np
 import pytest
@@ -94,3 +96,10 @@ def test_a_string_that_looks_like_the_mark_does_not_confuse_it():
 
     data = {"s": f"{_ENCODED_MARK}0", "n": JSONText("[1,2]")}
     assert json.loads(str(json_for_script(data))) == {"s": f"{_ENCODED_MARK}0", "n": [1, 2]}
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_numbers_keep_their_text_through_pickle_and_copy(protocol):
+    numbers = rounded_list(np.array([[0.5, 1.0], [2.25, -3.0]]), 3)
+    for other in (pickle.loads(pickle.dumps(numbers, protocol=protocol)), copy.deepcopy(numbers), copy.copy(numbers)):
+        assert type(other) is Numbers and other == numbers and other.json == numbers.json == "[[0.5,1],[2.25,-3]]"

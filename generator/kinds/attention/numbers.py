@@ -44,6 +44,9 @@ class Numbers(list):
         numbers.json = text
         return numbers
 
+    def __reduce__(self):  # pickled with its text (labs serve computes in worker processes)
+        return Numbers.of, (list(self), getattr(self, "json", None))
+
 
 def as_json(value: Any) -> Any:
     """``value`` for :func:`~generator.render.json_for_script`: a :class:`Numbers` with text as that
