@@ -62,7 +62,7 @@ def test_rounded_lists_are_each_array_rounded_alone_and_carry_their_json(items, 
     alone = [one_at_a_time(a, decimals, mask) for a, mask in items]
     assert json.dumps(lists) == json.dumps(alone)  # None and ints where the one-at-a-time code had them
     assert [type(x) for x in _flat(lists)] == [type(x) for x in _flat(alone)]
-    for got, (a, _) in zip(lists, items):
+    for got, (a, _) in zip(lists, items, strict=True):
         assert isinstance(got, Numbers)
         if got.json is not None:
             assert got.json == json.dumps(got, separators=(",", ":"))

@@ -493,7 +493,7 @@ def test_shares_of_sentences_with_as_many_keys_are_each_sentence_s_own():
     for n in (6, 11, 6, 4, 11, 6, 1):
         words = tuple(teaching.Word(f"w{i}", str(rng.choice(teaching.ROLES)), 0, f"w{i}", True) for i in range(n))
         computed.append(teaching.compute(words, kind=str(rng.choice(["self", "causal"])), heads=heads))
-    for results, shares in zip(computed, _shares(computed, heads, 3)):
+    for results, shares in zip(computed, _shares(computed, heads, 3), strict=True):
         stacked = np.stack([results[h].weights for h in heads] + [results[h].weights_unscaled for h in heads])
         mask = np.stack([results[h].mask for h in heads] * 2)
         pct, fine = percentages(stacked, mask), percentages(stacked, mask, 1000)

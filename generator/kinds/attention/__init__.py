@@ -8,7 +8,6 @@ The NumPy it runs is in :mod:`generator.attention`, which knows nothing of YAML 
 
 from __future__ import annotations
 
-import json
 import re
 
 import argparse

@@ -95,7 +95,7 @@ def rounded_lists(arrays: Sequence[tuple[np.ndarray, np.ndarray | None]], decima
     for shape, same in itertools.groupby(range(len(order)), key=shapes.__getitem__):
         same = list(same)
         start, stop = ends[same[0]] - sizes[same[0]], ends[same[-1]]
-        for j, items in zip(same, values[start:stop].reshape((len(same),) + shape).tolist()):
+        for j, items in zip(same, values[start:stop].reshape((len(same),) + shape).tolist(), strict=True):
             lists[order[j]] = Numbers.of(items, texts[j]) if shape else items
     return lists
 
@@ -157,7 +157,7 @@ def _json_texts(rounded: np.ndarray, values: np.ndarray, strings: np.ndarray, le
         written = [_scalar_json(v) for v in values[missed].tolist()]
         strings[missed] = written
         lengths[missed] = [len(w) for w in written]
-    ok = np.array([size > 0 and len(shape) in (1, 2) for shape, size in zip(shapes, sizes)])
+    ok = np.array([size > 0 and len(shape) in (1, 2) for shape, size in zip(shapes, sizes, strict=True)])
     rows = np.array([shape[0] if len(shape) == 2 else 1 for shape in shapes], dtype=np.int64) * ok
     columns = np.array([shape[-1] if shape else 1 for shape in shapes], dtype=np.int64)
     starts = np.array(ends, dtype=np.int64) - np.array(sizes, dtype=np.int64)

@@ -439,7 +439,7 @@ def _round_all(numbers: list[dict], vec: int, wt: int) -> None:
     wanted = [(d, key, value) for d in numbers for key, value in d.items() if isinstance(value, tuple)]
     for decimals in dict.fromkeys((vec, wt)):
         todo = [(d, key, value) for d, key, value in wanted if value[1] == decimals]
-        for (d, key, _), rounded in zip(todo, rounded_lists([(a, mask) for _, _, (a, _, mask) in todo], decimals)):
+        for (d, key, _), rounded in zip(todo, rounded_lists([(a, mask) for _, _, (a, _, mask) in todo], decimals), strict=True):
             d[key] = rounded
 
 
@@ -474,7 +474,7 @@ def _shares(sentences: Sequence[Mapping[str, teaching.HeadResult]], head_ids: Se
     n = len(head_ids)
     stacks = [np.stack([r[h].weights for h in head_ids] + [r[h].weights_unscaled for h in head_ids])
               for r in sentences]  # [2 heads, n_q, n_k] each
-    masks = [np.broadcast_to(r[head_ids[0]].mask, stack.shape) for r, stack in zip(sentences, stacks)]
+    masks = [np.broadcast_to(r[head_ids[0]].mask, stack.shape) for r, stack in zip(sentences, stacks, strict=True)]
     pct: list[np.ndarray] = [np.empty(0)] * len(stacks)
     fine: list[np.ndarray] = [np.empty(0)] * len(stacks)
     by_keys: dict[int, list[int]] = {}
@@ -485,10 +485,10 @@ def _shares(sentences: Sequence[Mapping[str, teaching.HeadResult]], head_ids: Se
         mask = np.concatenate([masks[i].reshape(-1, n_k) for i in same])
         ends = np.cumsum([stacks[i].size // n_k for i in same])[:-1]
         for out, total in ((pct, 100), (fine, 10**wt)):
-            for i, part in zip(same, np.split(percentages(rows, mask, total), ends)):
+            for i, part in zip(same, np.split(percentages(rows, mask, total), ends), strict=True):
                 out[i] = part.reshape(stacks[i].shape)
     return [{hid: {"pct": p[i], "pct_unscaled": p[n + i], "weights": f[i], "weights_unscaled": f[n + i]}
-             for i, hid in enumerate(head_ids)} for p, f in zip(pct, fine)]
+             for i, hid in enumerate(head_ids)} for p, f in zip(pct, fine, strict=True)]
 
 
 _RESIDUAL_AT = {d: i for i, d in enumerate(teaching.RESIDUAL_DIMS)}
@@ -501,7 +501,8 @@ def compute_widget(spec: WidgetSpec) -> dict[str, Any]:
     vec, wt = spec.vector_decimals, spec.weight_decimals
     computed = [teaching.compute(s.query_words, s.key_words if s.kind == "cross" else None, kind=s.kind,
                                  heads=spec.head_ids) for s in spec.sentences]
-    for s, results, shares in zip(spec.sentences, computed, _shares(computed, spec.head_ids, spec.weight_decimals)):
+    every_share = _shares(computed, spec.head_ids, spec.weight_decimals)
+    for s, results, shares in zip(spec.sentences, computed, every_share, strict=True):
         before, after = teaching.residual(s.query_words, results)
         n_embed = len(teaching.EMBEDDING_DIMS)
         sentences.append({
