@@ -78,7 +78,9 @@ def rounded_lists(arrays: Sequence[tuple[np.ndarray, np.ndarray | None]], decima
         keep = np.ones(rounded.size, dtype=bool)
         for j, mask in masked:
             mask = np.asarray(mask)
-            keep[ends[j] - sizes[j]:ends[j]] = (mask if mask.shape == shapes[j] else np.broadcast_to(mask, shapes[j])).reshape(-1)
+            if mask.shape != shapes[j]:
+                mask = np.broadcast_to(mask, shapes[j])
+            keep[ends[j] - sizes[j]:ends[j]] = mask.reshape(-1)
         rounded = np.where(keep, rounded, np.nan)
     texts: list[str | None] = [None] * len(shapes)
     if not 0 <= decimals <= MAX_DECIMALS or np.isinf(rounded).any():  # json_for_script refuses an infinity

@@ -44,8 +44,9 @@ def lazy_pattern(shuffle: dict, learned: dict | None, files: dict[str, bytes]) -
     """Add ``pattern.<hash>.js`` (``Labs.patternData``, then the view's code) and its stylesheet to
     ``files``; return what the page embeds under ``"pattern"``."""
     code = minified(FOLDER / "pattern.js")
-    data = {"shuffle": {sid: {**s, "heads": {hid: {k: as_json(w) for k, w in pair.items()} for hid, pair in s["heads"].items()}}
-                        for sid, s in shuffle.items()}, "learned": learned}
+    texts = {sid: {**s, "heads": {hid: {k: as_json(w) for k, w in pair.items()} for hid, pair in s["heads"].items()}}
+             for sid, s in shuffle.items()}  # each list of weights as the JSON text it carries
+    data = {"shuffle": texts, "learned": learned}
     script = f"(window.Labs=window.Labs||{{}}).patternData={json_for_script(data)};\n{code}\n".encode()
     style = (minified(FOLDER / "pattern.css") + "\n").encode()
     name, css = fingerprint("pattern.js", script), fingerprint("pattern.css", style)
