@@ -6,6 +6,7 @@ output paths to bytes, and :mod:`generator.build` decides where they go.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -82,37 +83,64 @@ class EncodedArray(np.ndarray):
         return np.asarray(self).__reduce__()
 
 
+class JSONText:
+    """JSON text that :func:`json_for_script` writes as it is where ``data`` holds this object:
+    for code that writes its numbers' JSON faster than :mod:`json` and exactly as it would
+    (``generator.kinds.attention.numbers``), so that the page costs a copy, not an encoding."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, text: str):
+        self.json = text
+
+
 def json_for_script(data: Any) -> Markup:
     """Serialise ``data`` for a ``<script type="application/json">`` (or ld+json) block.
 
     Keys are sorted and floats use Python's shortest round-trip form, so output is
     deterministic. NumPy arrays and scalars are written as the lists and numbers they hold
-    (computed data stays in arrays until here; an :class:`EncodedArray` as the text it carries).
+    (computed data stays in arrays until here; an :class:`EncodedArray` or a :class:`JSONText` as
+    the text it carries).
     ``<``, ``>``, ``&`` and U+2028/U+2029 are escaped, so no string can close
     the script element or break a JavaScript parser. NaN and infinities are refused.
     """
-    encoded: list[str] = []
-
-    def default(value: Any) -> Any:
-        if isinstance(value, EncodedArray) and value.json is not None:
-            encoded.append(value.json)
-            return f"{_ENCODED_MARK}{len(encoded) - 1}"
-        return _json_default(value)
-
     try:
-        text = json.dumps(data, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"),
-                          default=default)
-        if encoded and text.count(_ENCODED_MARK) != len(encoded):  # the data holds the mark itself
-            encoded.clear()
-            text = json.dumps(data, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"),
-                              default=_json_default)
+        text, encoded = _json_with_marks(data, sort_keys=True)
     except ValueError as exc:
         raise BuildError(f"cannot embed data in the page: {exc}") from None
     for char, escape in _SCRIPT_ESCAPES:  # str.replace is much faster than str.translate here
         text = text.replace(char, escape)
-    if encoded:  # digits, commas and brackets: nothing to escape
-        text = _ENCODED_RE.sub(lambda m: encoded[int(m.group(1))], text)
-    return Markup(text)
+    return Markup(_unmark(text, encoded))  # digits, commas and brackets: nothing to escape
+
+
+def compact_json(data: Any) -> str:
+    """``json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)``, keys in
+    their order and nothing escaped, with what :func:`json_for_script` writes as its text
+    (:class:`EncodedArray`, :class:`JSONText`) written so too. Raises ValueError for NaN."""
+    return _unmark(*_json_with_marks(data, sort_keys=False))
+
+
+def _json_with_marks(data: Any, sort_keys: bool) -> tuple[str, list[str]]:
+    """Compact JSON of ``data`` with a mark where each text it carries goes, and those texts."""
+    encoded: list[str] = []
+
+    def default(value: Any) -> Any:
+        if isinstance(value, (EncodedArray, JSONText)) and value.json is not None:
+            encoded.append(value.json)
+            return f"{_ENCODED_MARK}{len(encoded) - 1}"
+        return _json_default(value)
+
+    text = json.dumps(data, sort_keys=sort_keys, ensure_ascii=False, allow_nan=False, separators=(",", ":"),
+                      default=default)
+    if encoded and text.count(_ENCODED_MARK) != len(encoded):  # the data holds the mark itself
+        encoded.clear()
+        text = json.dumps(data, sort_keys=sort_keys, ensure_ascii=False, allow_nan=False, separators=(",", ":"),
+                          default=_json_default)
+    return text, encoded
+
+
+def _unmark(text: str, encoded: list[str]) -> str:
+    return _ENCODED_RE.sub(lambda m: encoded[int(m.group(1))], text) if encoded else text
 
 
 # Stands for an EncodedArray's text while json writes the rest of the data.
@@ -124,6 +152,8 @@ def _json_default(value: Any) -> Any:
     """JSON for what :mod:`json` does not know: NumPy arrays and scalars (``tolist``/``item``)."""
     if isinstance(value, (np.ndarray, np.generic)):
         return value.tolist()
+    if isinstance(value, JSONText):
+        return json.loads(value.json)
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
@@ -339,6 +369,20 @@ def lazy_script(name: str, variable: str, data: Any) -> tuple[str, bytes]:
     adds it with ``<script src>`` when needed (a classic script loads from file:// too)."""
     script = f"(window.Labs=window.Labs||{{}}).{variable}={json_for_script(data)};\n".encode()
     return fingerprint(name, script), script
+
+
+def minified(path: Path) -> str:
+    """The script (``.js``) or stylesheet (``.css``) at ``path``, minified. Kept for the process
+    while the file's modification time and size stay the same: every lab of a kind ships the same
+    code, and minifying it again for each one cost more than the rest of some of its parts."""
+    stat = path.stat()
+    return _minified(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _minified(path: Path, mtime_ns: int, size: int) -> str:
+    minify = rcssmin.cssmin if path.suffix == ".css" else rjsmin.jsmin
+    return minify(path.read_text(encoding="utf-8"))
 
 
 def fingerprint(name: str, data: bytes) -> str:

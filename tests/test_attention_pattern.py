@@ -52,6 +52,44 @@ def _top(row: np.ndarray) -> int:
     return int(np.argmax(row))
 
 
+def _one_draw_at_a_time(n: int, seed: int) -> np.ndarray:
+    """shuffled_order as it was written, one rng.permutation at a time: the reference."""
+    rng = np.random.default_rng(seed)
+    best, best_kept = np.arange(n), 2 * n + 1
+    for _ in range(shuffling.MAX_DRAWS):
+        order = rng.permutation(n)
+        kept = int((order == np.arange(n)).sum()) + int((order[1:] == order[:-1] + 1).sum())
+        if kept < best_kept:
+            best, best_kept = order, kept
+        if kept == 0:
+            break
+    return best
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 4, 5, 7, 11, 24, 60])
+def test_shuffled_order_draws_what_one_permutation_at_a_time_drew(n):
+    for seed in [*range(25), shuffling.seed_for("cat-mat"), 2**32 - 1]:
+        expected = _one_draw_at_a_time(n, seed)
+        got = shuffling.shuffled_order(n, seed)
+        assert got.dtype == expected.dtype and got.tolist() == expected.tolist(), (n, seed)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_shuffle_gives_content_weights_of_both_orders_bit_for_bit(seed):
+    """One softmax for every head and both orders gives what one attention call each gave."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 61))
+    words = teaching.parse_sentence(" ".join(f"w{i}/{r}" for i, r in enumerate(rng.choice(teaching.ROLES, n))))
+    order = shuffling.shuffled_order(n, seed)
+    x = teaching.embed(words)
+    moved = x[order].copy()
+    moved[:, shuffling._POSITION_DIMS] = x[:, shuffling._POSITION_DIMS]
+    for hid, (before, after) in shuffling.shuffle(words, order, teaching.HEAD_IDS).items():
+        h = teaching.head(hid)
+        assert before.tobytes() == shuffling.content_weights(x, h).tobytes()
+        assert after.tobytes() == shuffling.content_weights(moved, h).tobytes()
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_shuffling_permutes_the_content_heads_weights_and_moves_the_previous_word_head(seed):
     rng = np.random.default_rng(seed)

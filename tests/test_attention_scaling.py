@@ -126,3 +126,11 @@ def test_the_faq_quotes_the_small_heads_numbers_the_build_computes():
 
     assert tuple(int(x) for x in said.groups()) == (*pct("cat-mat", "syntax", "sat", "cat"),
                                                      *pct("translate", "alignment", "black", "noir"))
+
+
+def test_a_change_to_one_payload_reaches_no_other():
+    data = scaling.payload()
+    data["sizes"][0]["scores"].append(1.0)
+    data["sizes"][1]["top"] = 0
+    data["n"] = 0
+    assert scaling.payload() == scaling._payload(scaling.D_VALUES, scaling.N_KEYS, scaling.DRAWS, scaling.SEED) != data

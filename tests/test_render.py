@@ -9,7 +9,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from generator.errors import BuildError
-from generator.render import EncodedArray, fingerprint, json_for_script, later
+from generator.render import EncodedArray, fingerprint, json_for_script, later, minified
 
 
 def test_json_for_script_cannot_close_the_script_element():
@@ -37,6 +37,21 @@ def test_json_for_script_is_deterministic():
 def test_fingerprint_changes_with_content():
     a, b = fingerprint("site.css", b"x"), fingerprint("site.css", b"y")
     assert a != b and a.startswith("site.") and a.endswith(".css") and len(a) == len("site.12345678.css")
+
+
+@pytest.mark.parametrize("name, text, expected", [
+    ("a.js", "var  a = 1 ;  /* c */\n", "var a=1;"),
+    ("a.css", "a  {  color : red ; }\n", "a{color:red}"),
+], ids=["js", "css"])
+def test_minified_is_the_minifier_s_output_and_follows_the_file(tmp_path, name, text, expected):
+    import os
+
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    assert minified(path) == expected and minified(path) == expected
+    path.write_text(text.replace("1", "22").replace("red", "blue"), encoding="utf-8")
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000_000))  # a later edit
+    assert minified(path) == expected.replace("1", "22").replace("red", "blue")
 
 
 def test_an_encoded_array_is_written_as_its_text_and_only_as_a_whole():

@@ -287,6 +287,51 @@ def test_weights_are_the_softmax_of_the_scaled_scores(words, kind):
         np.testing.assert_allclose(result.out, result.weights @ result.v, atol=1e-12)
 
 
+def _per_head(queries, keys, kind, heads):
+    """compute() as it was written before its heads shared one softmax: one
+    scaled_dot_product_attention per head and scale. The reference for the batched one."""
+    from generator.attention.core import causal_mask, scaled_dot_product_attention
+
+    keys = queries if keys is None else keys
+    x_q, x_k = teaching.embed(queries), teaching.embed(keys)
+    roles_q, roles_k = teaching.role_indices(queries), teaching.role_indices(keys)
+    mask = causal_mask(len(queries)) if kind == "causal" else np.ones((len(queries), len(keys)), dtype=bool)
+    results = {}
+    for head_id in heads:
+        h = teaching.head(head_id)
+        q, k, v = x_q @ h.w_q, x_k @ h.w_k, x_k @ h.w_v
+        bias = h.bias_rule(roles_q, roles_k, kind)
+        out, weights = scaled_dot_product_attention(q, k, v, mask=mask, bias=bias)
+        _, weights_unscaled = scaled_dot_product_attention(q, k, v, mask=mask, bias=bias, scale=1.0)
+        scores = q @ k.T
+        scaled = np.where(mask, scores / np.sqrt(h.d_k) + (0.0 if bias is None else bias), -np.inf)
+        results[head_id] = teaching.HeadResult(q, k, v, scores, bias, scaled, weights, weights_unscaled, out,
+                                               out @ h.w_o, mask)
+    return results
+
+
+long_sentences = st.lists(st.sampled_from(ROLES), min_size=1, max_size=60).map(
+    lambda roles: tuple(Word(f"w{i}", r, 0, f"w{i}/{r}", True) for i, r in enumerate(roles))
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(long_sentences, long_sentences, st.sampled_from(teaching.KINDS),
+       st.lists(st.sampled_from(teaching.HEAD_IDS), min_size=1, max_size=4, unique=True))
+def test_compute_gives_what_one_attention_call_per_head_gives_bit_for_bit(queries, keys, kind, heads):
+    keys = keys if kind == "cross" else None
+    fast, slow = compute(queries, keys, kind=kind, heads=heads), _per_head(queries, keys, kind, heads)
+    assert list(fast) == list(slow)
+    for head_id in heads:
+        for name in ("q", "k", "v", "scores", "bias", "scaled", "weights", "weights_unscaled", "out", "written", "mask"):
+            a, b = getattr(fast[head_id], name), getattr(slow[head_id], name)
+            if b is None:
+                assert a is None, name
+                continue
+            assert a.shape == b.shape and a.dtype == b.dtype, name
+            assert np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes(), (head_id, name)  # -0.0 too
+
+
 def test_cross_drops_the_within_sentence_biases():
     queries = parse_sentence("The black/ADJ cat/NOUN sleeps/VERB")
     keys = parse_sentence("Le/DET chat/NOUN noir/ADJ dort/VERB")

@@ -480,3 +480,24 @@ def test_percentages_sum_to_100_and_skip_masked_keys(raw, visible):
     pct = percentages(weights[None, :], mask[None, :])[0]
     assert pct.sum() == 100 and (pct[~mask] == 0).all() and (pct >= 0).all()
     assert (np.abs(pct - weights * 100) < 1).all()
+
+
+
+def test_shares_of_sentences_with_as_many_keys_are_each_sentence_s_own():
+    """Rows of sentences with as many keys are rounded together; each row as if alone."""
+    from generator.kinds.attention.widget import _shares
+
+    rng = np.random.default_rng(7)
+    heads = teaching.DEFAULT_HEADS
+    computed = []
+    for n in (6, 11, 6, 4, 11, 6, 1):
+        words = tuple(teaching.Word(f"w{i}", str(rng.choice(teaching.ROLES)), 0, f"w{i}", True) for i in range(n))
+        computed.append(teaching.compute(words, kind=str(rng.choice(["self", "causal"])), heads=heads))
+    for results, shares in zip(computed, _shares(computed, heads, 3), strict=True):
+        stacked = np.stack([results[h].weights for h in heads] + [results[h].weights_unscaled for h in heads])
+        mask = np.stack([results[h].mask for h in heads] * 2)
+        pct, fine = percentages(stacked, mask), percentages(stacked, mask, 1000)
+        for i, h in enumerate(heads):
+            assert shares[h]["pct"].tolist() == pct[i].tolist() and shares[h]["pct_unscaled"].tolist() == pct[3 + i].tolist()
+            assert shares[h]["weights"].tolist() == fine[i].tolist()
+            assert shares[h]["weights_unscaled"].tolist() == fine[3 + i].tolist()

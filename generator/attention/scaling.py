@@ -26,7 +26,6 @@ numbers the page embeds under ``"sqrt"``; see docs/spotlight-data.md).
 
 from __future__ import annotations
 
-import copy
 import functools
 from dataclasses import dataclass
 
@@ -112,7 +111,9 @@ def payload(d_values=D_VALUES, n: int = N_KEYS, draws: int = DRAWS, seed: int = 
 
     The example's keys are listed strongest first (÷√d keeps the order, so one order serves
     both); its percentages are rounded by the largest-remainder method and sum to 100."""
-    return copy.deepcopy(_payload(tuple(d_values), n, draws, seed))
+    kept = _payload(tuple(d_values), n, draws, seed)  # numbers, and lists of numbers one level down
+    return {**kept, "sizes": [{key: list(value) if isinstance(value, list) else value for key, value in size.items()}
+                              for size in kept["sizes"]]}
 
 
 @functools.lru_cache(maxsize=4)

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from generator.attention import teaching
-from generator.attention.core import scaled_dot_product_attention
+from generator.attention.core import _softmax_into, scaled_dot_product_attention
 
 _POSITION_DIMS = [teaching.EMBEDDING_DIMS.index(d) for d in ("position", "position²", "constant")]
 MAX_DRAWS = 1000  # permutations tried for one that moves every word and splits every neighbour pair
@@ -33,21 +33,28 @@ MAX_DRAWS = 1000  # permutations tried for one that moves every word and splits 
 def shuffled_order(n: int, seed: int) -> np.ndarray:  # -> [n] int: original index of the word in each new slot
     """A seeded permutation of ``range(n)`` in which, if any such is found among :data:`MAX_DRAWS`
     draws, no word keeps its slot and no word keeps its left neighbour; else the draw that breaks
-    the most of both. Deterministic for a given ``(n, seed)``."""
+    the most of both (the first such). Deterministic for a given ``(n, seed)``.
+
+    The draws are those of ``rng.permutation(n)`` called again and again, made :data:`_BATCH` at a
+    time (``rng.permuted`` shuffles each row as ``permutation`` would, from the same stream) and
+    judged together."""
     rng = np.random.default_rng(seed)
     best, best_kept = np.arange(n), 2 * n + 1
-    for _ in range(MAX_DRAWS):
-        order = rng.permutation(n)
-        kept = int((order == np.arange(n)).sum()) + _kept_neighbours(order)
-        if kept < best_kept:
-            best, best_kept = order, kept
-        if kept == 0:
+    drawn = 0
+    while drawn < MAX_DRAWS:
+        batch = min(_BATCH, MAX_DRAWS - drawn)
+        orders = rng.permuted(np.tile(np.arange(n), (batch, 1)), axis=1)  # [batch, n]
+        kept = (orders == np.arange(n)).sum(axis=1) + (orders[:, 1:] == orders[:, :-1] + 1).sum(axis=1)
+        first = int(np.argmin(kept))  # the first of the fewest
+        if kept[first] < best_kept:
+            best, best_kept = orders[first].copy(), int(kept[first])
+        if best_kept == 0:
             break
+        drawn += batch
     return best
 
 
-def _kept_neighbours(order: np.ndarray) -> int:  # [n] -> how many words keep their left neighbour
-    return int((order[1:] == order[:-1] + 1).sum())
+_BATCH = 32  # draws judged at once: most sentences find one among their first dozen
 
 
 def seed_for(sentence_id: str) -> int:
@@ -65,8 +72,16 @@ def content_weights(x: np.ndarray, head: teaching.Head) -> np.ndarray:  # [n, d_
 def shuffle(words: Sequence[teaching.Word], order: np.ndarray, heads: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     # -> {head_id: ([n, n] in the written order, [n, n] in the shuffled order)}
     """Each head's bias-free weights on the written sentence and on its words in ``order`` (row a of
-    the second matrix is the word ``words[order[a]]``, now in slot a)."""
+    the second matrix is the word ``words[order[a]]``, now in slot a): :func:`content_weights` of
+    both orders, with one softmax for all of them (the same numbers to the bit)."""
     x = teaching.embed(words)  # [n, d_model]
     moved = x[order].copy()
     moved[:, _POSITION_DIMS] = x[:, _POSITION_DIMS]  # each slot keeps its own position dimensions
-    return {hid: (content_weights(x, teaching.head(hid)), content_weights(moved, teaching.head(hid))) for hid in heads}
+    logits = np.empty((2 * len(heads), len(words), len(words)))
+    for i, head_id in enumerate(heads):
+        h = teaching.head(head_id)
+        for j, y in enumerate((x, moved)):
+            q, k = y @ h.w_q, y @ h.w_k
+            np.matmul(q * (1.0 / np.sqrt(h.d_k)), k.T, out=logits[2 * i + j])  # as scaled_dot_product_attention
+    weights = _softmax_into(logits, logits, axis=-1)
+    return {head_id: (weights[2 * i], weights[2 * i + 1]) for i, head_id in enumerate(heads)}

@@ -71,7 +71,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from generator.attention.core import causal_mask, scaled_dot_product_attention
+from generator.attention.core import _softmax_into, causal_mask
 from generator.errors import did_you_mean
 
 # ---------------------------------------------------------------------------- roles
@@ -258,7 +258,7 @@ def embed(words: Sequence[Word]) -> np.ndarray:  # -> [n, d_model]
     n = len(words)
     position = np.arange(n, dtype=np.float64)
     x = np.zeros((n, len(EMBEDDING_DIMS)))
-    x[:, : len(ROLES)] = np.eye(len(ROLES))[role_indices(words)]
+    x[np.arange(n), role_indices(words)] = 1.0  # the role, one-hot
     x[:, _DIM["subject"]] = subject_flags([w.role for w in words])
     x[:, _DIM["position"]] = position
     x[:, _DIM["position²"]] = position**2
@@ -376,11 +376,14 @@ def _offsets(n_q: int, n_k: int) -> np.ndarray:  # -> [n_q, n_k]  j − i
     return np.arange(n_k)[None, :] - np.arange(n_q)[:, None]
 
 
+_POINTS_FORWARD = np.array([role in FORWARD_ROLES for role in ROLES])  # [len(ROLES)] bool, by role index
+
+
 def _syntax_bias(roles_q: np.ndarray, roles_k: np.ndarray, kind: str) -> np.ndarray | None:
     if kind == "cross":
         return None
     delta = _offsets(len(roles_q), len(roles_k))
-    forward = np.isin(np.array(ROLES)[roles_q], FORWARD_ROLES)[:, None]  # [n_q, 1]
+    forward = _POINTS_FORWARD[roles_q][:, None]  # [n_q, 1]
     beyond = np.maximum(np.abs(delta) - 1, 0)
     step = np.where(forward, SYNTAX_STEP_FORWARD, SYNTAX_STEP_OTHER)
     bias = -step * beyond
@@ -510,6 +513,7 @@ HEADS: tuple[Head, ...]
 RESIDUAL_DIMS: tuple[str, ...]  # the residual stream: EMBEDDING_DIMS, then every head's output slots
 HEADS, RESIDUAL_DIMS = _make_heads()
 HEAD_IDS: tuple[str, ...] = tuple(h.id for h in HEADS)
+_HEAD_BY_ID = {h.id: h for h in HEADS}
 # Shown when a widget does not list its heads. Alignment is left out: in a single sentence
 # it mostly finds the word itself, and each head adds n² numbers to the page.
 DEFAULT_HEADS: tuple[str, ...] = ("syntax", "previous", "coreference")
@@ -517,7 +521,7 @@ KINDS = ("self", "causal", "cross")
 
 
 def head(head_id: str) -> Head:
-    return next(h for h in HEADS if h.id == head_id)
+    return _HEAD_BY_ID[head_id]
 
 
 # ---------------------------------------------------------------------------- compute
@@ -553,22 +557,46 @@ def compute(
     """
     assert kind in KINDS, f"unknown kind {kind!r}"
     assert (keys is not None) == (kind == "cross"), "keys are given for cross attention and only then"
+    same = keys is None
     keys = queries if keys is None else keys
     assert queries and keys, "a sentence needs at least one word"
-    x_q, x_k = embed(queries), embed(keys)
-    roles_q, roles_k = role_indices(queries), role_indices(keys)
-    mask = causal_mask(len(queries)) if kind == "causal" else np.ones((len(queries), len(keys)), dtype=bool)
-    results = {}
-    for head_id in heads:  # heads differ in d_k (and so in √d_k): one pass each, tokens vectorised
-        h = head(head_id)
+    x_q = embed(queries)
+    x_k = x_q if same else embed(keys)
+    roles_q = role_indices(queries)
+    roles_k = roles_q if same else role_indices(keys)
+    n_q, n_k = len(queries), len(keys)
+    mask = causal_mask(n_q) if kind == "causal" else np.ones((n_q, n_k), dtype=bool)
+    hs = [head(head_id) for head_id in heads]
+    n = len(hs)
+    # Heads differ in d_k (and so in √d_k): the projections and q·kᵀ are one small product per
+    # head; everything after them is one call for all heads at once (a sentence's heads share
+    # its n_q × n_k). Rows [0, n) of ``logits`` are the ÷√d scores, [n, 2n) the unscaled ones;
+    # every element goes through the same operations as scaled_dot_product_attention's.
+    logits = np.empty((2 * n, n_q, n_k))
+    biases = np.zeros((n, n_q, n_k))
+    qkv, bias_of = [], []
+    for i, h in enumerate(hs):
         q, k, v = x_q @ h.w_q, x_k @ h.w_k, x_k @ h.w_v
         bias = h.bias_rule(roles_q, roles_k, kind)
-        out, weights = scaled_dot_product_attention(q, k, v, mask=mask, bias=bias)
-        _, weights_unscaled = scaled_dot_product_attention(q, k, v, mask=mask, bias=bias, scale=1.0)
-        scores = q @ k.T
-        scaled = scores / np.sqrt(h.d_k) + (0.0 if bias is None else bias)
-        scaled = np.where(mask, scaled, -np.inf)
-        results[head_id] = HeadResult(q, k, v, scores, bias, scaled, weights, weights_unscaled, out, out @ h.w_o, mask)
+        np.matmul(q * (1.0 / np.sqrt(h.d_k)), k.T, out=logits[i])
+        np.matmul(q, k.T, out=logits[n + i])  # q·kᵀ: exact (small whole and half numbers), so also the raw scores
+        if bias is not None:
+            biases[i] = bias
+        qkv.append((q, k, v))
+        bias_of.append(bias)
+    scores = logits[n:].copy()
+    roots = np.sqrt(np.array([h.d_k for h in hs], dtype=np.int64)).reshape(n, 1, 1)
+    scaled = np.where(mask, scores / roots + biases, -np.inf)
+    logits[:n] += biases  # a head without a bias adds zeros: the same weights (at most a 0 becomes +0)
+    logits[n:] += biases
+    np.copyto(logits, -np.inf, where=~mask)
+    weights = _softmax_into(logits, logits, axis=-1)
+    results = {}
+    for i, h in enumerate(hs):
+        q, k, v = qkv[i]
+        out = weights[i] @ v
+        results[h.id] = HeadResult(q, k, v, scores[i], bias_of[i], scaled[i], weights[i], weights[n + i], out,
+                                   out @ h.w_o, mask)
     return results
 
 

@@ -8,7 +8,6 @@ The NumPy it runs is in :mod:`generator.attention`, which knows nothing of YAML 
 
 from __future__ import annotations
 
-import json
 import re
 
 import argparse
@@ -20,11 +19,12 @@ from typing import Any
 
 from generator.errors import ContentError, Diagnostic, did_you_mean
 from generator.kinds import Computed, KindQuestion, LabKind, PageData
+from generator.kinds.attention.numbers import as_json
 from generator.kinds.attention.own import own_script
 from generator.kinds.attention.realmodel import ModelSpec, compute_real, read_model
 from generator.kinds.attention.widget import WidgetSpec, check_claims, compute_widget, read_widget, read_word, top_keys
 from generator.model import Lab, Option
-from generator.render import fingerprint, json_for_script, lazy_script
+from generator.render import compact_json, fingerprint, json_for_script, lazy_script, minified
 from generator.source import Reader
 
 # Fields of the computed payload that the page's script never reads stay out of the page.
@@ -129,7 +129,8 @@ class AttentionKind(LabKind):
         sentences = [{k: v for k, v in s.items() if k not in _UNREAD_SENTENCE_FIELDS} for s in payload["sentences"]]
         # A sentence's residual vectors (move 4) travel with its heads, inside its first head.
         first = payload["heads"][0]["id"]
-        full = {s["id"]: {**s["heads"], first: {**s["heads"][first], "residual": s["residual"]}} for s in sentences}
+        full = {s["id"]: {hid: _as_json({**H, "residual": _as_json(s["residual"])} if hid == first else H)
+                          for hid, H in s["heads"].items()} for s in sentences}
         name, files[name] = lazy_script("sentences.js", "sentenceHeads", full)
         payload["lazy"] = {"src": name, "ids": sorted(full)}
         payload["sentences"] = [
@@ -182,7 +183,7 @@ class AttentionKind(LabKind):
         sentence = next((s for s in embedded.get("sentences", ()) if s.get("id") == default), None)
         if sentence is None:
             return None
-        size = len(json.dumps(sentence, separators=(",", ":"), ensure_ascii=False).encode())
+        size = len(compact_json(sentence).encode())
         path, line, column = self._sentence_at(lab, default)
         return path, line, column, size
 
@@ -194,8 +195,9 @@ class AttentionKind(LabKind):
             lines = path.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError):
             return path, 1, 1
+        id_line = re.compile(rf"\s*(?:-\s+)?id:\s*['\"]?{re.escape(default)}['\"]?\s*")
         for i, line in enumerate(lines):
-            if re.fullmatch(rf"\s*(?:-\s+)?id:\s*['\"]?{re.escape(default)}['\"]?\s*", line):
+            if "id:" in line and default in line and id_line.fullmatch(line):  # the test in front: most lines fail it
                 for j in range(i + 1, min(i + 20, len(lines))):
                     m = re.match(r"\s*text:\s*", lines[j])
                     if m:
@@ -228,15 +230,17 @@ def _first_paint(head: dict, kind: str) -> dict:
     marks a masked key (a causal sentence), and ``bias`` as 1 or null (whether the head adds one;
     the matrix comes with the rest)."""
     fields = _FIRST_PAINT_FIELDS + (("scores",) if kind == "causal" else ())
-    return {**{k: head[k] for k in fields}, "bias": 1 if head.get("bias") else None}
+    return {**{k: as_json(head[k]) for k in fields}, "bias": 1 if head.get("bias") else None}
+
+
+def _as_json(arrays: dict) -> dict:
+    """``arrays`` with each list of numbers as the JSON text it carries (numbers.as_json)."""
+    return {key: as_json(value) for key, value in arrays.items()}
 
 
 def _more_script() -> tuple[str, bytes]:
     """static/later/spotlight-more.js, minified and fingerprinted: code the spotlight loads on demand."""
-    import rjsmin
-
-    script = rjsmin.jsmin((Path(__file__).parent / "static" / "later" / "spotlight-more.js").read_text(encoding="utf-8"))
-    data = (script + "\n").encode()
+    data = (minified(Path(__file__).parent / "static" / "later" / "spotlight-more.js") + "\n").encode()
     return fingerprint("spotlight-more.js", data), data
 
 

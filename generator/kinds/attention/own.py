@@ -12,13 +12,12 @@ copied into JavaScript by hand: the tables below are read from ``teaching`` at b
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
-import rjsmin
-
 from generator.attention import teaching
-from generator.render import fingerprint, json_for_script
+from generator.render import fingerprint, json_for_script, minified
 
 SOURCES = ("own-model.js", "own-ui.js")  # concatenated in this order after the tables
 FOLDER = Path(__file__).parent / "static" / "later"  # scripts loaded on demand, not in the kind bundle
@@ -55,7 +54,12 @@ def model_tables() -> dict[str, Any]:
 
 
 def own_script() -> tuple[str, bytes]:
-    """``own.<hash>.js``: ``Labs.ownTables`` (:func:`model_tables`), then the port and the UI, minified."""
-    code = "\n".join(rjsmin.jsmin((FOLDER / name).read_text(encoding="utf-8")) for name in SOURCES)
+    """``own.<hash>.js``: ``Labs.ownTables`` (:func:`model_tables`), then the port and the UI, minified.
+    The same for every lab: made once per process (again if a script's file changes)."""
+    return _own_script("\n".join(minified(FOLDER / name) for name in SOURCES))
+
+
+@functools.lru_cache(maxsize=2)
+def _own_script(code: str) -> tuple[str, bytes]:
     script = f"(window.Labs=window.Labs||{{}}).ownTables={json_for_script(model_tables())};\n{code}\n".encode()
     return fingerprint("own.js", script), script

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from generator.attention import shuffle as shuffling
-from generator.kinds.attention.widget import WidgetSpec, _numbers
-from generator.render import fingerprint, json_for_script
+from generator.kinds.attention.numbers import as_json, rounded_lists
+from generator.kinds.attention.widget import WidgetSpec
+from generator.render import fingerprint, json_for_script, minified
 
 FOLDER = Path(__file__).parent / "static" / "later"
 
@@ -23,28 +24,31 @@ FOLDER = Path(__file__).parent / "static" / "later"
 def shuffles(spec: WidgetSpec) -> dict[str, Any]:
     """Per self-attention sentence of two words or more: its seeded shuffle (``order[a]`` = the
     written index of the word in slot a) and each head's bias-free weights before and after."""
-    out = {}
+    out, weights = {}, []
     for s in spec.sentences:
         if s.kind != "self" or len(s.query_words) < 2:  # a causal mask or a second sentence is order too
             continue
         order = shuffling.shuffled_order(len(s.query_words), shuffling.seed_for(s.id))
         heads = shuffling.shuffle(s.query_words, order, spec.head_ids)
-        out[s.id] = {"order": order.tolist(), "heads": {
-            hid: {"before": _numbers(before, spec.weight_decimals), "after": _numbers(after, spec.weight_decimals)}
-            for hid, (before, after) in heads.items()}}
+        out[s.id] = {"order": order.tolist(), "heads": {hid: {"before": before, "after": after}
+                                                       for hid, (before, after) in heads.items()}}
+        weights += out[s.id]["heads"].values()
+    # Rounded all at once (one pass of NumPy for the lab, not two per head).
+    rounded = iter(rounded_lists([(w, None) for pair in weights for w in pair.values()], spec.weight_decimals))
+    for pair in weights:
+        pair["before"], pair["after"] = next(rounded), next(rounded)
     return out
 
 
 def lazy_pattern(shuffle: dict, learned: dict | None, files: dict[str, bytes]) -> dict[str, str]:
     """Add ``pattern.<hash>.js`` (``Labs.patternData``, then the view's code) and its stylesheet to
     ``files``; return what the page embeds under ``"pattern"``."""
-    import rcssmin
-    import rjsmin
-
-    code = rjsmin.jsmin((FOLDER / "pattern.js").read_text(encoding="utf-8"))
-    data = {"shuffle": shuffle, "learned": learned}
+    code = minified(FOLDER / "pattern.js")
+    texts = {sid: {**s, "heads": {hid: {k: as_json(w) for k, w in pair.items()} for hid, pair in s["heads"].items()}}
+             for sid, s in shuffle.items()}  # each list of weights as the JSON text it carries
+    data = {"shuffle": texts, "learned": learned}
     script = f"(window.Labs=window.Labs||{{}}).patternData={json_for_script(data)};\n{code}\n".encode()
-    style = (rcssmin.cssmin((FOLDER / "pattern.css").read_text(encoding="utf-8")) + "\n").encode()
+    style = (minified(FOLDER / "pattern.css") + "\n").encode()
     name, css = fingerprint("pattern.js", script), fingerprint("pattern.css", style)
     files[name], files[css] = script, style
     return {"src": name, "css": css}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from generator.render import fingerprint, json_for_script
+from generator.render import fingerprint, json_for_script, minified
 
 CODE = Path(__file__).parent / "static" / "later" / "sqrt-demo.js"
 STYLE = Path(__file__).parent / "static" / "later" / "sqrt-demo.css"
@@ -20,14 +20,11 @@ STYLE = Path(__file__).parent / "static" / "later" / "sqrt-demo.css"
 
 def lazy_demo(numbers: dict, files: dict[str, bytes]) -> dict:
     """Add the demo's script and stylesheet to ``files``; return what the page embeds under ``"sqrt"``."""
-    import rcssmin
-    import rjsmin
-
-    code = rjsmin.jsmin(CODE.read_text(encoding="utf-8"))
+    code = minified(CODE)
     script = f"(window.Labs=window.Labs||{{}}).sqrtDemo={json_for_script(numbers)};\n{code}\n".encode()
     name = fingerprint("sqrt-demo.js", script)
     files[name] = script
-    style = (rcssmin.cssmin(STYLE.read_text(encoding="utf-8")) + "\n").encode()
+    style = (minified(STYLE) + "\n").encode()
     css = fingerprint("sqrt-demo.css", style)
     files[css] = style
     return {"src": name, "css": css}

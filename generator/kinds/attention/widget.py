@@ -60,6 +60,7 @@ import numpy as np
 
 from generator.attention import teaching
 from generator.attention.realheads import largest_remainder_array
+from generator.kinds.attention.numbers import rounded_lists
 from generator.errors import Diagnostic, did_you_mean
 from generator.source import Reader
 
@@ -432,47 +433,62 @@ def percentages(weights: np.ndarray, mask: np.ndarray, total: int = 100) -> np.n
     return largest_remainder_array(np.where(mask, weights, 0.0), total)
 
 
-def _numbers(a: np.ndarray, decimals: int, mask: np.ndarray | None = None) -> list:
-    """Nested lists of rounded numbers for JSON; whole numbers as ints, masked entries None."""
-    rounded = np.round(np.asarray(a, dtype=np.float64), decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
-    if mask is not None:
-        rounded = np.where(mask, rounded, np.nan)
-    out = rounded.astype(object)  # Python floats, made in one pass
-    whole = np.isfinite(rounded) & (rounded == np.floor(rounded))
-    out[whole] = rounded[whole].astype(np.int64).astype(object)
-    out[np.isnan(rounded)] = None
-    return out.tolist()
+def _round_all(numbers: list[dict], vec: int, wt: int) -> None:
+    """Replace every ``(array, decimals, mask)`` value of the dicts in ``numbers`` with
+    :func:`~generator.kinds.attention.numbers.rounded_list` of it, in place, one pass per precision."""
+    wanted = [(d, key, value) for d in numbers for key, value in d.items() if isinstance(value, tuple)]
+    for decimals in dict.fromkeys((vec, wt)):
+        todo = [(d, key, value) for d, key, value in wanted if value[1] == decimals]
+        for (d, key, _), rounded in zip(todo, rounded_lists([(a, mask) for _, _, (a, _, mask) in todo], decimals), strict=True):
+            d[key] = rounded
 
 
 def _head_payload(result: teaching.HeadResult, o_dims: Sequence[str], vec: int, wt: int,
-                  shares: dict[str, np.ndarray]) -> dict[str, Any]:
+                  shares: dict[str, np.ndarray], causal: bool) -> dict[str, Any]:
+    """A head's arrays, each as ``(array, decimals, mask)`` to be rounded by :func:`_round_all`
+    (the mask only where it hides anything: a causal sentence's)."""
+    mask = result.mask if causal else None
     return {
-        "q": _numbers(result.q, vec),
-        "k": _numbers(result.k, vec),
-        "v": _numbers(result.v, vec),
-        "scores": _numbers(result.scores, vec, result.mask),
-        "bias": None if result.bias is None else _numbers(result.bias, vec),
-        "scaled": _numbers(np.where(result.mask, result.scaled, 0.0), vec, result.mask),
+        "q": (result.q, vec, None),
+        "k": (result.k, vec, None),
+        "v": (result.v, vec, None),
+        "scores": (result.scores, vec, mask),
+        "bias": None if result.bias is None else (result.bias, vec, None),
+        "scaled": (np.where(result.mask, result.scaled, 0.0), vec, mask),
         # Rounded so that each stored row still sums to exactly 1, like the percentages.
-        "weights": _numbers(shares["weights"] / 10**wt, wt),
-        "weights_unscaled": _numbers(shares["weights_unscaled"] / 10**wt, wt),
-        "pct": shares["pct"].tolist(),
-        "pct_unscaled": shares["pct_unscaled"].tolist(),
-        "out": _numbers(result.out, vec),
+        "weights": (shares["weights"] / 10**wt, wt, None),
+        "weights_unscaled": (shares["weights_unscaled"] / 10**wt, wt, None),
+        "pct": (shares["pct"], wt, None),  # whole numbers: rounding keeps them as they are
+        "pct_unscaled": (shares["pct_unscaled"], wt, None),
+        "out": (result.out, vec, None),
         # out @ W_O in the residual dimensions this head writes (its W_O block is zero elsewhere).
-        "o": _numbers(result.written[:, [_RESIDUAL_AT[d] for d in o_dims]], vec),
+        "o": (result.written[:, [_RESIDUAL_AT[d] for d in o_dims]], vec, None),
     }
 
 
-def _shares(results: Mapping[str, teaching.HeadResult], head_ids: Sequence[str], wt: int) -> dict[str, dict]:
+def _shares(sentences: Sequence[Mapping[str, teaching.HeadResult]], head_ids: Sequence[str], wt: int) -> list[dict]:
     """Each head's weights (÷√d and not) as integer shares of 100 and of 10**wt, rounded per row
-    (:func:`percentages`) for every head of a sentence at once."""
-    stacked = np.stack([results[h].weights for h in head_ids] + [results[h].weights_unscaled for h in head_ids])
-    mask = np.stack([results[h].mask for h in head_ids] * 2)
-    pct, fine = percentages(stacked, mask), percentages(stacked, mask, 10**wt)
+    (:func:`percentages`), for every sentence's heads: ``[{head_id: {"pct": …, "pct_unscaled": …,
+    "weights": …, "weights_unscaled": …}}]``. The rows of all sentences with as many keys are
+    rounded in one call (the rounding is row by row)."""
     n = len(head_ids)
-    return {hid: {"pct": pct[i], "pct_unscaled": pct[n + i], "weights": fine[i], "weights_unscaled": fine[n + i]}
-            for i, hid in enumerate(head_ids)}
+    stacks = [np.stack([r[h].weights for h in head_ids] + [r[h].weights_unscaled for h in head_ids])
+              for r in sentences]  # [2 heads, n_q, n_k] each
+    masks = [np.broadcast_to(r[head_ids[0]].mask, stack.shape) for r, stack in zip(sentences, stacks, strict=True)]
+    pct: list[np.ndarray] = [np.empty(0)] * len(stacks)
+    fine: list[np.ndarray] = [np.empty(0)] * len(stacks)
+    by_keys: dict[int, list[int]] = {}
+    for i, stack in enumerate(stacks):
+        by_keys.setdefault(stack.shape[-1], []).append(i)
+    for n_k, same in by_keys.items():
+        rows = np.concatenate([stacks[i].reshape(-1, n_k) for i in same])
+        mask = np.concatenate([masks[i].reshape(-1, n_k) for i in same])
+        ends = np.cumsum([stacks[i].size // n_k for i in same])[:-1]
+        for out, total in ((pct, 100), (fine, 10**wt)):
+            for i, part in zip(same, np.split(percentages(rows, mask, total), ends), strict=True):
+                out[i] = part.reshape(stacks[i].shape)
+    return [{hid: {"pct": p[i], "pct_unscaled": p[n + i], "weights": f[i], "weights_unscaled": f[n + i]}
+             for i, hid in enumerate(head_ids)} for p, f in zip(pct, fine, strict=True)]
 
 
 _RESIDUAL_AT = {d: i for i, d in enumerate(teaching.RESIDUAL_DIMS)}
@@ -481,11 +497,13 @@ _RESIDUAL_AT = {d: i for i, d in enumerate(teaching.RESIDUAL_DIMS)}
 def compute_widget(spec: WidgetSpec) -> dict[str, Any]:
     """The JSON-ready payload described in ``docs/spotlight-data.md``; deterministic."""
     sentences = []
-    for s in spec.sentences:
-        keys = s.key_words if s.kind == "cross" else None
-        results = teaching.compute(s.query_words, keys, kind=s.kind, heads=spec.head_ids)
+    numbers: list[dict] = []  # the dicts whose arrays are rounded at the end, all at once
+    vec, wt = spec.vector_decimals, spec.weight_decimals
+    computed = [teaching.compute(s.query_words, s.key_words if s.kind == "cross" else None, kind=s.kind,
+                                 heads=spec.head_ids) for s in spec.sentences]
+    every_share = _shares(computed, spec.head_ids, spec.weight_decimals)
+    for s, results, shares in zip(spec.sentences, computed, every_share, strict=True):
         before, after = teaching.residual(s.query_words, results)
-        shares = _shares(results, spec.head_ids, spec.weight_decimals)
         n_embed = len(teaching.EMBEDDING_DIMS)
         sentences.append({
             "id": s.id,
@@ -500,12 +518,12 @@ def compute_widget(spec: WidgetSpec) -> dict[str, Any]:
             "roles_k": [w.role for w in s.key_words],
             # The query words' residual vectors around the layer: the embedding before (the heads'
             # slots are 0 then), and embedding + Σ_h out_h·W_O^h after, over RESIDUAL_DIMS.
-            "residual": {"before": _numbers(before[:, :n_embed], spec.vector_decimals),
-                         "after": _numbers(after, spec.vector_decimals)},
-            "heads": {hid: _head_payload(results[hid], teaching.head(hid).o_dims, spec.vector_decimals,
-                                         spec.weight_decimals, shares[hid])
+            "residual": {"before": (before[:, :n_embed], vec, None), "after": (after, vec, None)},
+            "heads": {hid: _head_payload(results[hid], teaching.head(hid).o_dims, vec, wt, shares[hid], s.kind == "causal")
                       for hid in spec.head_ids},
         })
+        numbers += [sentences[-1]["residual"], *sentences[-1]["heads"].values()]
+    _round_all(numbers, vec, wt)
     heads = []
     for hid in spec.head_ids:
         h = teaching.head(hid)
