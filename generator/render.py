@@ -27,7 +27,7 @@ import rjsmin
 from markupsafe import Markup
 
 from generator.errors import BuildError, ContentError, Diagnostic, SiteError, display_path
-from generator.kinds import LabKind, get_kind
+from generator.kinds import SHARED_FOLDER, LabKind, get_kind
 from generator.source import outside_problem
 from generator.model import PROGRESS_STORAGE_KEY, Content, Lab, Topic
 
@@ -644,6 +644,8 @@ class Renderer:
         files: dict[str, bytes] = {}
         for name, data in self.asset_data.items():
             files[self.asset_names[name]] = data
+        for kind in self.theme.kinds:
+            files.update({f"{SHARED_FOLDER}/{kind.name}/{name}": data for name, data in kind.shared_files().items()})
         labs = self.content.labs
         rendered = rendered or {}
         for i, lab in enumerate(labs):

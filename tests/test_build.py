@@ -48,12 +48,17 @@ def test_output_has_every_page_the_sitemap_robots_and_fingerprinted_assets(proje
     later = [f for f in files if re.fullmatch(r"assets/later/quiz\.[0-9a-f]{8}\.js", f)]  # the quiz's code, brought by the quiz
     # Beside each lab page: the fingerprinted files its kind loads on demand, and nothing else.
     beside = [f for f in files if re.fullmatch(r"labs/(alpha|beta)/[a-z0-9_-]+\.[0-9a-f]{8}\.(js|css)", f)]
+    # Once for the whole site: what every lab of the kind loads the same (its shared_files).
+    shared = [f for f in files if re.fullmatch(r"assets/kinds/attention/[a-z0-9_-]+\.[0-9a-f]{8}\.(js|css)", f)]
     assert len(css) == 1 and len(js) == 1 and len(kind) == 2 and len(later) == 1, files
     assert {f.split("/")[1] for f in beside} == {"alpha", "beta"}
+    assert sorted(f.split("/")[-1].split(".")[0] for f in shared) == \
+        ["own", "pattern", "spotlight-more", "sqrt-demo", "sqrt-demo"]
+    assert not {f.split("/")[-1] for f in beside} & {f.split("/")[-1] for f in shared}
     assert files == {
         "index.html", "labs/alpha/index.html", "labs/beta/index.html", "topics/basics/index.html",
         "topics/later/index.html", "404.html", "sitemap.xml", "robots.txt", "assets/favicon.svg", "assets/nojs.css", MARKER,
-        css[0], js[0], *kind, *later, *beside,
+        css[0], js[0], *kind, *later, *beside, *shared,
     }
 
 

@@ -80,6 +80,15 @@ class PageData:
     files: Mapping[str, bytes] = field(default_factory=dict)
 
 
+def shared_src(kind: str, name: str) -> str:
+    """The URL, relative to a lab page (``labs/<slug>/``), of the file ``name`` of kind ``kind``'s
+    :meth:`LabKind.shared_files`."""
+    return f"../../{SHARED_FOLDER}/{kind}/{name}"
+
+
+SHARED_FOLDER = "assets/kinds"  # kinds' shared files, in the site: <SHARED_FOLDER>/<kind>/<name>
+
+
 class LabKind:
     """The interface of a lab kind. Subclass it, set the class attributes, override the hooks.
 
@@ -140,6 +149,14 @@ class LabKind:
     def page(self, lab: Lab, payload: Any) -> PageData:
         """What the lab page embeds and what it may load later. Default: embed everything."""
         return PageData(payload)
+
+    def shared_files(self) -> Mapping[str, bytes]:
+        """Files that every lab page of this kind may load and that are the same for every lab —
+        code, and tables that do not depend on the lab — by file name (fingerprint it with
+        :func:`generator.render.fingerprint`). The build writes them once, into
+        ``assets/kinds/<kind>/``, instead of beside every page; a browser then fetches each once
+        for the whole site. A page names one as :func:`shared_src` gives it. Default: none."""
+        return {}
 
     def heavy_part(self, lab: Lab, embedded: Any) -> tuple[Path, int, int, int] | None:
         """The part of ``embedded`` (what :meth:`page` embeds) an author controls and that can

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import ContentError, Diagnostic, did_you_mean
-from generator.kinds import Computed, KindQuestion, LabKind, PageData
+from generator.kinds import Computed, KindQuestion, LabKind, PageData, shared_src
 from generator.kinds.attention.numbers import as_json
 from generator.kinds.attention.own import own_script
 from generator.kinds.attention.realmodel import ModelSpec, compute_real, read_model
@@ -160,22 +160,26 @@ class AttentionKind(LabKind):
             if real.get("finder"):
                 payload["real"]["finder_src"], script = lazy_script("finder.js", "headFinder", real["finder"])
                 files[payload["real"]["finder_src"]] = script
-        more = _more_script()
-        payload["more"] = {"src": more[0]}
-        files[more[0]] = more[1]
+        # Code (and lab-independent tables) every lab loads the same: shared_files, once per site.
+        shared = _shared()
+        src = {key: shared_src(self.name, name) for key, name in shared.names.items()}
+        payload["more"] = {"src": src["more"]}
         # "Your sentence" (issue 10): the designed model in JavaScript, its tables and its UI (own.py).
-        name, files[name] = own_script()
-        payload["own"] = {"src": name}
+        payload["own"] = {"src": src["own"]}
         # The pattern view (issue 10, items 3–4; issue 11, item 3): its code, the shuffles and the
         # closest learned heads load when the learner opens it (pattern.py).
         from generator.kinds.attention.pattern import lazy_pattern
 
-        payload["pattern"] = lazy_pattern(payload.pop("shuffle", {}), (real or {}).get("learned"), files)
+        payload["pattern"] = {**lazy_pattern(payload.pop("shuffle", {}), (real or {}).get("learned"), files),
+                              "css": src["pattern_css"]}
         if "sqrt" in payload:  # the ÷√d demo: its code and numbers load when it nears the screen
-            from generator.kinds.attention.sqrtdemo import lazy_demo
-
-            payload["sqrt"] = lazy_demo(payload["sqrt"], files)
+            payload["sqrt"] = {"src": src["sqrt"], "css": src["sqrt_css"]}
         return PageData(payload, files)
+
+    def shared_files(self) -> Mapping[str, bytes]:
+        """The spotlight's further code, the "your sentence" model and UI, the ÷√d demo (its numbers
+        do not depend on the lab) and the pattern view's stylesheet."""
+        return _shared().files
 
     def heavy_part(self, lab: Lab, embedded: Any) -> tuple[Path, int, int, int] | None:
         """The first sentence: its numbers are the ones embedded in the page (n² per head)."""
@@ -242,6 +246,29 @@ def _more_script() -> tuple[str, bytes]:
     """static/later/spotlight-more.js, minified and fingerprinted: code the spotlight loads on demand."""
     data = (minified(Path(__file__).parent / "static" / "later" / "spotlight-more.js") + "\n").encode()
     return fingerprint("spotlight-more.js", data), data
+
+
+@dataclass(frozen=True)
+class _Shared:
+    names: dict[str, str]  # what a page refers to -> file name
+    files: dict[str, bytes]  # file name -> bytes
+
+
+def _shared() -> _Shared:
+    """The kind's shared files (:meth:`AttentionKind.shared_files`), and which is which. Made from
+    the files as they are now: each part keeps what it made for the process while its sources stay
+    the same (minified, own_script), so asking once per lab costs little."""
+    from generator.attention.scaling import payload as sqrt_numbers
+    from generator.kinds.attention.pattern import pattern_style
+    from generator.kinds.attention.sqrtdemo import demo_files
+
+    names: dict[str, str] = {}
+    files: dict[str, bytes] = {}
+    parts = {"more": _more_script(), "own": own_script(), "pattern_css": pattern_style()}
+    parts["sqrt"], parts["sqrt_css"] = demo_files(sqrt_numbers())
+    for key, (name, data) in parts.items():
+        names[key], files[name] = name, data
+    return _Shared(names, files)
 
 
 def _check_word_questions(lab: Lab, payload: dict) -> list[Diagnostic]:

@@ -41,14 +41,19 @@ def shuffles(spec: WidgetSpec) -> dict[str, Any]:
 
 
 def lazy_pattern(shuffle: dict, learned: dict | None, files: dict[str, bytes]) -> dict[str, str]:
-    """Add ``pattern.<hash>.js`` (``Labs.patternData``, then the view's code) and its stylesheet to
-    ``files``; return what the page embeds under ``"pattern"``."""
+    """Add ``pattern.<hash>.js`` (``Labs.patternData``, then the view's code) to ``files``; return
+    what the page embeds under ``"pattern"`` (its stylesheet is shared: :func:`pattern_style`)."""
     code = minified(FOLDER / "pattern.js")
     texts = {sid: {**s, "heads": {hid: {k: as_json(w) for k, w in pair.items()} for hid, pair in s["heads"].items()}}
              for sid, s in shuffle.items()}  # each list of weights as the JSON text it carries
     data = {"shuffle": texts, "learned": learned}
     script = f"(window.Labs=window.Labs||{{}}).patternData={json_for_script(data)};\n{code}\n".encode()
+    name = fingerprint("pattern.js", script)
+    files[name] = script
+    return {"src": name}
+
+
+def pattern_style() -> tuple[str, bytes]:
+    """The pattern view's stylesheet: one of the kind's shared files (the same for every lab)."""
     style = (minified(FOLDER / "pattern.css") + "\n").encode()
-    name, css = fingerprint("pattern.js", script), fingerprint("pattern.css", style)
-    files[name], files[css] = script, style
-    return {"src": name, "css": css}
+    return fingerprint("pattern.css", style), style

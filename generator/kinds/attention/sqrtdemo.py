@@ -3,8 +3,8 @@
 The numbers come from :mod:`generator.attention.scaling` (computed in ``AttentionKind.compute``
 as ``payload["sqrt"]``; ``sqrt.html`` renders them as a table that needs no script). The slider's
 code, ``static/later/sqrt-demo.js``, and the numbers travel together in one fingerprinted classic
-script beside the page, ``sqrt-demo.<hash>.js`` (its styles in ``sqrt-demo.<hash>.css``); the page embeds only their names (``"sqrt": {"src":
-…}`` in #lab-data), and ``static/70-sqrt.js`` adds it with
+script shared by every lab, ``assets/kinds/attention/sqrt-demo.<hash>.js`` (its styles in
+``sqrt-demo.<hash>.css``); the page embeds only their URLs (``"sqrt": {"src": …}`` in #lab-data), and ``static/70-sqrt.js`` adds it with
 ``<script src>`` when the demo nears the screen — so a first visit pays for neither.
 """
 
@@ -18,14 +18,10 @@ CODE = Path(__file__).parent / "static" / "later" / "sqrt-demo.js"
 STYLE = Path(__file__).parent / "static" / "later" / "sqrt-demo.css"
 
 
-def lazy_demo(numbers: dict, files: dict[str, bytes]) -> dict:
-    """Add the demo's script and stylesheet to ``files``; return what the page embeds under ``"sqrt"``."""
-    code = minified(CODE)
-    script = f"(window.Labs=window.Labs||{{}}).sqrtDemo={json_for_script(numbers)};\n{code}\n".encode()
-    name = fingerprint("sqrt-demo.js", script)
-    files[name] = script
+def demo_files(numbers: dict) -> tuple[tuple[str, bytes], tuple[str, bytes]]:
+    """The demo's script (its numbers, then its code) and its stylesheet: (fingerprinted name,
+    bytes) each. The numbers do not depend on the lab, so neither file does: they are among the
+    kind's shared files (``assets/kinds/attention/``), fetched once for the whole site."""
+    script = f"(window.Labs=window.Labs||{{}}).sqrtDemo={json_for_script(numbers)};\n{minified(CODE)}\n".encode()
     style = (minified(STYLE) + "\n").encode()
-    css = fingerprint("sqrt-demo.css", style)
-    files[css] = style
-    return {"src": name, "css": css}
-
+    return (fingerprint("sqrt-demo.js", script), script), (fingerprint("sqrt-demo.css", style), style)
