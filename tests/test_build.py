@@ -62,6 +62,24 @@ def test_output_has_every_page_the_sitemap_robots_and_fingerprinted_assets(proje
     }
 
 
+def test_every_file_a_lab_page_names_in_its_data_is_in_the_site(project):
+    """The scripts and stylesheets #lab-data names (beside the page, or shared by the kind's labs
+    in assets/kinds/) resolve, against the page's URL, to files the build wrote."""
+    import json
+    import posixpath
+
+    build(project / "content", project / "theme", project / "site")
+    files = set(tree(project / "site"))
+    for slug in ("alpha", "beta"):
+        html = (project / "site" / "labs" / slug / "index.html").read_text(encoding="utf-8")
+        data = json.loads(re.search(r'<script type="application/json" id="lab-data">(.*?)</script>', html, re.S).group(1))
+        named = re.findall(r'"(?:src|css|finder_src)": ?"([^"]+)"', json.dumps(data)) + \
+            list(((data.get("real") or {}).get("srcs") or {}).values())
+        assert any(src.startswith("../../assets/kinds/attention/") for src in named), named
+        for src in named:
+            assert posixpath.normpath(f"labs/{slug}/{src}") in files, src
+
+
 def test_css_is_the_theme_files_minified_and_concatenated_in_name_order(project):
     """A custom theme's static/css files join the default theme's, all in file-name order."""
     import rcssmin
