@@ -30,15 +30,32 @@ def agreement(designed: np.ndarray, real: np.ndarray, align: np.ndarray) -> np.n
 
 
 def agreements(designed: list[np.ndarray], real: np.ndarray, align: np.ndarray) -> list[np.ndarray]:
-    """:func:`agreement` of several designed heads with the same real heads on one sentence; the
-    real rows are cut and rescaled once for all of them."""
-    real = np.asarray(real, dtype=np.float64)
+    """:func:`agreement` of several designed heads (of one sentence: all [n, n]) with the same real
+    heads [..., m, m] on one sentence, all at once.
+
+    Each number is that of :func:`agreement` alone, bit for bit, as it was when each head was
+    worked out on its own: a real row is rescaled the same way, a designed row's total is NumPy's
+    (pairwise) sum along it, and with more than one real head an agreement Σ_j min(p, q) adds its
+    terms one after the other, j = 0, 1, … (the reduced axis is the outermost in memory); the rows
+    of the result lie that way too ([r, ...] in memory), so that summing them over the last axis
+    also adds them one by one. A single real head's rows lie one after the other instead."""
+    if not designed:
+        return []
+    real = np.asarray(real)
+    lead = real.shape[:-2]
     both = np.flatnonzero(align >= 0)  # sentence words the model also has
-    q = _rescaled(real[..., align[both][:, None], align[both][None, :]])  # [..., b, b]
-    out = []
-    for weights in designed:
-        weights = np.asarray(weights, dtype=np.float64)
-        counted = np.ptp(weights[both], axis=-1) > FLAT  # of the rows in both
-        p = _rescaled(weights[np.ix_(both[counted], both)])  # [r, b]
-        out.append(np.minimum(p, q[..., counted, :]).sum(axis=-1))
-    return out
+    at = align[both]
+    weights = np.asarray(designed, dtype=np.float64)[:, both]  # [D, b, n]
+    counted = np.ptp(weights, axis=-1) > FLAT  # [D, b] of the rows in both
+    p = _rescaled(np.ascontiguousarray(weights[:, :, both]))  # [D, b_i, b_j]
+    if np.prod(lead, dtype=int) == 1:  # one real head: its rows lie one after the other, and sum pairwise
+        q = _rescaled(real[..., at[:, None], at[None, :]].astype(np.float64))  # [..., b_i, b_j]
+        return [np.minimum(p[d][counted[d]], q[..., counted[d], :]).sum(axis=-1) for d in range(len(designed))]
+    cut = real.reshape((-1,) + real.shape[-2:]).transpose(2, 1, 0)[at[:, None], at[None, :]]  # [b_j, b_i, K]
+    cut = cut.astype(np.float64)
+    total = cut.sum(axis=0)  # [b_i, K]
+    q = np.divide(cut, total, out=np.zeros(cut.shape), where=total > 0)  # [b_j, b_i, K] rows summing to 1
+    terms = np.empty((len(both), len(designed), len(both), q.shape[-1]))  # [b_j, D, b_i, K]
+    np.minimum(p.transpose(2, 0, 1)[..., None], q[:, None], out=terms)
+    rows = terms.sum(axis=0)  # [D, b_i, K]
+    return [rows[d][counted[d]].T.reshape(lead + (-1,)) for d in range(len(designed))]  # [..., r]

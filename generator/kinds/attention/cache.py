@@ -257,7 +257,7 @@ def _decode_saved(text: str) -> Cache | None:
                 if not isinstance(sentence, str) or line[end:end + 2] != ": ":
                     return None
                 last = not line.endswith(",")
-                split = _split_entry(line[end + 2:] if last else line[end + 2:-1])
+                split = _split_entry(line, end + 2, len(line) if last else len(line) - 1)
                 if split is None:
                     return None
                 texts.append(split[0])
@@ -285,18 +285,20 @@ def _decode_saved(text: str) -> Cache | None:
     return {"entries": entries, **rest}
 
 
-def _split_entry(value: str) -> tuple[str, dict] | None:
-    """One entry as :func:`save_cache` writes it (``{"attention":[[[[…]]]],"pieces":…}``): the text
-    of its attention, and the rest decoded (its ``attention`` key first, still to fill); or None."""
+def _split_entry(line: str, start: int, stop: int) -> tuple[str, dict] | None:
+    """One entry as :func:`save_cache` writes it (``{"attention":[[[[…]]]],"pieces":…}``), at
+    ``line[start:stop]``: the text of its attention, and the rest decoded (its ``attention`` key
+    first, still to fill); or None. The attention ends at the last ``]]]],"`` (only brackets,
+    commas and digits may come before it; where a word of the rest holds one, they do not)."""
     prefix = '{"attention":'
-    end = value.find(']]]],"', len(prefix))
-    if not value.startswith(prefix) or end < 0:
+    end = line.rfind(']]]],"', start + len(prefix), stop)
+    if not line.startswith(prefix, start) or end < 0:
         return None
-    entry = json.loads("{" + value[end + 5:])
+    entry = json.loads("{" + line[end + 5:stop])
     words = entry.get("words") if isinstance(entry, dict) else None
     if "attention" in entry or not isinstance(words, list) or not words:
         return None
-    return value[len(prefix):end + 4], {"attention": None, **entry}
+    return line[start + len(prefix):end + 4], {"attention": None, **entry}
 
 
 def _per_mille_arrays(texts: list[str], sizes: list[int]) -> list[np.ndarray] | None:
@@ -417,11 +419,13 @@ def _read(path: Path) -> bytes | None:
         raise BuildError(f"cannot read cache: {exc.strerror}", path=display_path(path)) from None
 
 
-# Caches already read by this process, by the SHA-256 of their bytes: a file is decoded and
-# validated once however many labs or rebuilds read it. Small: a lab's cache is up to ~600 KB of
-# JSON and ~300 KB as arrays (eighteen sentences), and only the most recent few are kept — a
-# build worker reads each lab's file once, and 64 of them were 30 MB of its memory.
-_LOADED: dict[str, Cache] = {}
+# Caches already read by this process, with the bytes they were read from: a file is decoded and
+# validated once however many labs or rebuilds read it (bytes are compared, not hashed: comparing
+# stops at the first difference, or at once when the lengths differ, where hashing reads every byte).
+# Small: a lab's cache is up to ~600 KB of JSON and ~300 KB as arrays (eighteen sentences), and only
+# the most recent few are kept — a build worker reads each lab's file once, and 64 of them were
+# 30 MB of its memory.
+_LOADED: list[tuple[bytes, Cache]] = []
 _LOADED_MAX = 8
 
 
@@ -433,16 +437,15 @@ def load_cache_arrays(path: Path) -> Cache:
     raw = _read(path)
     if raw is None:
         return empty_cache()
-    key = hashlib.sha256(raw).hexdigest()
-    cached = _LOADED.get(key)
+    cached = next((cache for seen, cache in _LOADED if seen == raw), None)
     if cached is None:
         data, arrays = _parse(path, raw, fast=True)
         cached = {**data, "entries": {sha: {sentence: {**entry, "attention": arrays[sha, sentence]}
                                             for sentence, entry in by_sentence.items()}
                                       for sha, by_sentence in data["entries"].items()}}
         if len(_LOADED) >= _LOADED_MAX:
-            _LOADED.pop(next(iter(_LOADED)))
-        _LOADED[key] = cached
+            _LOADED.pop(0)
+        _LOADED.append((raw, cached))
     return cached
 
 
