@@ -9,6 +9,8 @@ equal (it looks for nothing there: coreference from a word that is not a pronoun
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 FLAT = 1e-12  # a designed row whose weights differ by less than this looks for nothing
@@ -41,21 +43,43 @@ def agreements(designed: list[np.ndarray], real: np.ndarray, align: np.ndarray) 
     also adds them one by one. A single real head's rows lie one after the other instead."""
     if not designed:
         return []
+    rows, counted = _agreement_rows(designed, real, align)
+    if isinstance(rows, list):
+        return rows
+    lead = np.shape(real)[:-2]
+    return [rows[d][counted[d]].T.reshape(lead + (-1,)) for d in range(len(designed))]  # [..., r]
+
+
+def agreement_sums(designed: list[np.ndarray], real: np.ndarray, align: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    # [D] x [n, n], [..., m, m], [n] -> sums [D, ...], counts [D]
+    """``[a.sum(axis=-1) for a in agreements(...)]`` and how many rows each head counts, the same
+    numbers in one go: a row that is not counted adds 0.0, which changes nothing when the rows
+    are added one by one."""
+    rows, counted = _agreement_rows(designed, real, align)
+    if isinstance(rows, list):
+        return np.array([r.sum(axis=-1) for r in rows]).reshape((len(designed),) + np.shape(real)[:-2]), counted.sum(axis=1)
+    rows *= counted[:, :, None]
+    return rows.sum(axis=1).reshape((len(designed),) + np.shape(real)[:-2]), counted.sum(axis=1)
+
+
+def _agreement_rows(designed: list[np.ndarray], real: np.ndarray, align: np.ndarray):
+    """The work of :func:`agreements`: each designed head's agreement for every row in both [D, b, K]
+    (K: the real heads) and which rows count [D, b]; for a single real head, :func:`agreements`'
+    answer itself (a list) and the rows that count."""
     real = np.asarray(real)
     lead = real.shape[:-2]
     both = np.flatnonzero(align >= 0)  # sentence words the model also has
     at = align[both]
     weights = np.asarray(designed, dtype=np.float64)[:, both]  # [D, b, n]
-    counted = np.ptp(weights, axis=-1) > FLAT  # [D, b] of the rows in both
+    counted = weights.max(axis=-1) - weights.min(axis=-1) > FLAT  # [D, b] of the rows in both
     p = _rescaled(np.ascontiguousarray(weights[:, :, both]))  # [D, b_i, b_j]
-    if np.prod(lead, dtype=int) == 1:  # one real head: its rows lie one after the other, and sum pairwise
+    if math.prod(lead) == 1:  # one real head: its rows lie one after the other, and sum pairwise
         q = _rescaled(real[..., at[:, None], at[None, :]].astype(np.float64))  # [..., b_i, b_j]
-        return [np.minimum(p[d][counted[d]], q[..., counted[d], :]).sum(axis=-1) for d in range(len(designed))]
+        return [np.minimum(p[d][counted[d]], q[..., counted[d], :]).sum(axis=-1) for d in range(len(designed))], counted
     cut = real.reshape((-1,) + real.shape[-2:]).transpose(2, 1, 0)[at[:, None], at[None, :]]  # [b_j, b_i, K]
     cut = cut.astype(np.float64)
     total = cut.sum(axis=0)  # [b_i, K]
-    q = np.divide(cut, total, out=np.zeros(cut.shape), where=total > 0)  # [b_j, b_i, K] rows summing to 1
+    q = cut / total if total.all() else np.divide(cut, total, out=np.zeros(cut.shape), where=total > 0)  # [b_j, b_i, K]
     terms = np.empty((len(both), len(designed), len(both), q.shape[-1]))  # [b_j, D, b_i, K]
     np.minimum(p.transpose(2, 0, 1)[..., None], q[:, None], out=terms)
-    rows = terms.sum(axis=0)  # [D, b_i, K]
-    return [rows[d][counted[d]].T.reshape(lead + (-1,)) for d in range(len(designed))]  # [..., r]
+    return terms.sum(axis=0), counted  # [D, b_i, K]: Σ_j one term after the other

@@ -151,6 +151,7 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
             if sentence is not None and sentence.kind == "cross":
                 reader.error(sw, f"sentence {sentence_id!r} is cross-attention; the model reads one sentence", key=True)
                 continue
+            words = sentence.queries if sentence is not None else ()
             for i, _ in enumerate(reader.sequence(sw) or []):
                 text = reader.string(sw + (i,), multiline=False)
                 if text is None or sentence is None:
@@ -159,7 +160,6 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
                 if m is None:
                     reader.error(sw + (i,), f"relation {text!r} should read 'query -> key (type)', e.g. 'sat -> cat (subject)'")
                     continue
-                words = sentence.queries
                 q = read_word(reader, sw + (i,), m[0], words)
                 k = read_word(reader, sw + (i,), m[1], words)
                 if q is None or k is None:
@@ -363,32 +363,31 @@ def learned_matches(widget, finder_sentences, entries: dict[str, dict], aligned:
     JSON-ready: ``{"heads": {head_id: {layer, head, agreement, words, sentences, next}}, "sentences":
     [...], "words": {sentence id: [model word index, ...]}}``. ``aligned``: :class:`_Aligned` of
     these sentences, when already worked out."""
-    from generator.attention.agreement import agreements
+    from generator.attention.agreement import agreement_sums
 
     used = [s for s in [*model_sentences(widget), *finder_sentences] if s.kind == "self" and s.id in entries]
     if aligned is None:
         aligned = _Aligned([*model_sentences(widget), *finder_sentences], entries)
     head_ids = tuple(widget.head_ids)
-    totals: dict[str, np.ndarray] = {}
-    counts = {hid: 0 for hid in head_ids}
-    sentences = {hid: 0 for hid in head_ids}
+    totals = 0  # [D, L, H] each head's agreements, added row by row and sentence by sentence
+    counts = np.zeros(len(head_ids), dtype=np.int64)  # [D] rows counted
+    sentences = np.zeros(len(head_ids), dtype=np.int64)  # [D] sentences with a row counted
     for s in used:
         align = np.array([-1 if a is None else a for a in aligned[s.id]])
         designed = _designed_weights(tuple(s.query_words), head_ids)
-        for hid, rows in zip(head_ids, agreements([designed[h] for h in head_ids], entries[s.id]["attention"], align)):
-            # rows: [L, H, r]
-            totals[hid] = totals.get(hid, 0) + rows.sum(axis=-1)
-            counts[hid] += rows.shape[-1]
-            sentences[hid] += rows.shape[-1] > 0
+        sums, rows = agreement_sums([designed[h] for h in head_ids], np.asarray(entries[s.id]["attention"]), align)
+        totals = totals + sums
+        counts += rows
+        sentences += rows > 0
     heads = {}
-    for hid, total in totals.items():
-        if not counts[hid]:
+    for hid, total, count, sentence_count in zip(head_ids, totals if used else (), counts.tolist(), sentences.tolist()):
+        if not count:
             continue
-        mean = total / counts[hid]  # [L, H]
+        mean = total / count  # [L, H]
         order = np.argsort(-mean, axis=None, kind="stable")  # ties: the lower layer, then head
         (layer, head), (layer2, head2) = (np.unravel_index(int(i), mean.shape) for i in order[:2])
         heads[hid] = {"layer": int(layer), "head": int(head), "agreement": round(float(mean[layer, head]), 4),
-                      "words": counts[hid], "sentences": int(sentences[hid]),
+                      "words": count, "sentences": sentence_count,
                       "next": {"layer": int(layer2), "head": int(head2), "agreement": round(float(mean[layer2, head2]), 4)}}
     words = {}
     for s in model_sentences(widget):
