@@ -301,8 +301,13 @@ def nearest_tag_guesses(queries, tags, wanted) -> np.ndarray:  # [R], [n] tags (
 
 
 def nearest_tag_guess(query: int, tags, wanted) -> int:
-    """:func:`nearest_tag_guesses` for one query."""
-    return min(((abs(j - query), j) for j, tag in enumerate(tags) if j != query and tag in wanted), default=(0, -1))[1]
+    """:func:`nearest_tag_guesses` for one query: looking outwards from it, the left word first."""
+    n = len(tags)
+    for distance in range(1, max(query + 1, n - query)):
+        for j in (query - distance, query + distance):
+            if 0 <= j < n and tags[j] in wanted:
+                return j
+    return -1
 
 
 def sign_test_p(wins: int, losses: int) -> float:

@@ -485,7 +485,8 @@ def _relation_report(kind: str, pairs: list[dict], outcomes: tuple[np.ndarray, n
     o = offset_pick.index(max(offset_pick))
     offset_held = [offset_hits[i][o] for i in held_at]
     wanted = sorted({p["key_tag"] for p in pick if p["key_tag"]})
-    tag_held = [realheads.nearest_tag_guess(p["q"], p["tags"], wanted) == p["k"] for p in held]
+    wanted_set = set(wanted)
+    tag_held = [realheads.nearest_tag_guess(p["q"], p["tags"], wanted_set) == p["k"] for p in held]
     versus = []
     for name, base in (("offset", offset_held), ("tag", tag_held)):
         wins = sum(h and not b for h, b in zip(held_hits, base))
