@@ -390,6 +390,17 @@ def test_cache_arrays_read_with_numpy_are_what_json_reads(tmp_path, shapes):
     assert all(e["attention"].json is not None for e in got["entries"]["a" * 64].values()), "read by the fast path"
 
 
+def test_cache_arrays_with_brackets_in_words_are_what_json_reads(tmp_path):
+    """A word holding what ends the numbers (]]]],") or looks like them: read all the same."""
+    cache = _random_cache(np.random.default_rng(3), [(2, 2, 4), (2, 2, 5)])
+    (by_sentence,) = cache["entries"].values()
+    for entry, odd in zip(by_sentence.values(), [']]]],"', "[[1,2]]"]):
+        entry["words"][1] = entry["pieces"][1] = odd
+    path = tmp_path / "heads.json"
+    save_cache(path, cache)
+    _same_as_json(path)
+
+
 def test_cache_arrays_from_damaged_numbers_are_what_json_reads(tmp_path):
     """Damage of every kind inside the numbers (digits, commas, brackets, signs, spaces, leading zeros,
     numbers of five digits, digits against brackets) is judged exactly as json judges it."""

@@ -352,7 +352,7 @@ def _per_mille_arrays(texts: list[str], sizes: list[int]) -> list[np.ndarray] | 
     # Each mark gets the number that ends there, from the (at most four) digits before it: the
     # digit k places before counts when the k - 1 bytes between are digits too.
     digit = ~mark
-    value *= digit  # a digit's value, 0 for a mark
+    value *= digit.view(np.uint8)  # a digit's value, 0 for a mark (bytes times bytes: no casting)
     g1 = digit[3:-1]  # for the bytes 4..B-1: is the byte 1 place before a digit
     g12 = g1 & digit[2:-2]
     g123 = g12 & digit[1:-3]
@@ -367,15 +367,15 @@ def _per_mille_arrays(texts: list[str], sizes: list[int]) -> list[np.ndarray] | 
         return None
     scratch = scratch.view(np.uint8)
     tens = np.zeros(chars.size, dtype=np.uint8)  # [B] the number's last two digits, at the mark after it
-    np.multiply(value[2:-2], g1, out=tens[4:])
+    np.multiply(value[2:-2], g1.view(np.uint8), out=tens[4:])
     tens *= np.uint8(10)
     tens[4:] += value[3:-1]
-    np.multiply(g1, np.uint8(128), out=scratch)  # bit 7: whether a digit is just before
+    np.multiply(g1.view(np.uint8), np.uint8(128), out=scratch)  # bit 7: whether a digit is just before
     tens[4:] |= scratch
     hundreds = np.zeros(chars.size, dtype=np.uint8)  # [B] the two digits before those
-    np.multiply(value[:-4], g123, out=hundreds[4:])
+    np.multiply(value[:-4], g123.view(np.uint8), out=hundreds[4:])
     hundreds *= np.uint8(10)
-    np.multiply(value[1:-3], g12, out=scratch)
+    np.multiply(value[1:-3], g12.view(np.uint8), out=scratch)
     hundreds[4:] += scratch
     del value, digit, mark, g12, g123, scratch
     tens, hundreds = tens[cuts], hundreds[cuts]  # [C]
