@@ -290,8 +290,8 @@ def offset_guess_lists(queries, special) -> list[list[int]]:  # [R], [n] -> [len
     """:func:`offset_guesses` as lists (a sentence has a handful of pairs: plain Python is quicker)."""
     real = [i for i, flag in enumerate(special) if not flag]  # positions of real words, in order
     rank = {at: i for i, at in enumerate(real)}
-    ranks = [rank.get(int(q), -1) for q in queries]
-    return [[real[r + k] if 0 <= r + k < len(real) else -1 for r in ranks] for k in BASELINE_OFFSETS]
+    ranks, size = [rank.get(int(q), -1) for q in queries], len(real)
+    return [[real[r + k] if 0 <= r + k < size else -1 for r in ranks] for k in BASELINE_OFFSETS]
 
 
 def nearest_tag_guesses(queries, tags, wanted) -> np.ndarray:  # [R], [n] tags (None: untagged) -> [R] index or -1

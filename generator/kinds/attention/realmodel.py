@@ -416,7 +416,7 @@ def _finder(spec: ModelSpec, widget, entries: dict[str, dict], aligned: dict | N
     shown = {s.id for s in model_sentences(widget)}
     pairs: dict[str, list[dict]] = {}
     groups = []  # per sentence with pairs: what realheads.pair_outcomes_of needs
-    offset_hits: list[tuple[bool, ...]] = []  # per pair, in the order of ``groups``
+    offset_hits: list[list[bool]] = []  # per pair, in the order of ``groups``
     problems = []
     for half, s in enumerate(with_pairs):  # every other sentence: 0 picks the head, 1 is held out
         entry = entries[s.id]
@@ -443,7 +443,7 @@ def _finder(spec: ModelSpec, widget, entries: dict[str, dict], aligned: dict | N
             pairs.setdefault(r.kind, []).append({
                 "at": len(offset_hits), "sentence": s.id, "half": half % 2, "shown": s.id in shown, "q": q, "k": k,
                 "tags": tags, "key_tag": tags[k], "words": entry["words"]})
-            offset_hits.append(tuple(guess[i] == k for guess in offsets))
+            offset_hits.append([guess[i] == k for guess in offsets])
     if problems:
         raise ContentError(problems)
     if not pairs:
