@@ -160,8 +160,8 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
                 if m is None:
                     reader.error(sw + (i,), f"relation {text!r} should read 'query -> key (type)', e.g. 'sat -> cat (subject)'")
                     continue
-                q = read_word(reader, sw + (i,), m[0], words)
-                k = read_word(reader, sw + (i,), m[1], words)
+                q = _read_word(reader, sw + (i,), m[0], words)
+                k = _read_word(reader, sw + (i,), m[1], words)
                 if q is None or k is None:
                     continue
                 if q == k:
@@ -181,6 +181,14 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
     checkpoint_at = (reader.doc.path, *reader.doc.position(where + ("checkpoint",))) if checkpoint else None
     return ModelSpec(name, cache, display_path(cache), checkpoint, tuple(relations), (reader.doc.path, line, col),
                      sentence_at, tuple(f for f, _ in finder), checkpoint_at)
+
+
+def _read_word(reader: Reader, where: tuple, written: str, words: tuple[str, ...]) -> int | None:
+    """:func:`read_word`, answered at once for the usual case: a word written without ``#n`` that
+    the sentence has once (a lab has a hundred relations and more)."""
+    if "#" not in written and words.count(written) == 1:
+        return words.index(written)
+    return read_word(reader, where, written, words)
 
 
 def _read_finder_sentences(reader: Reader, where: tuple, widget) -> list[tuple[FinderSentence, tuple]]:
