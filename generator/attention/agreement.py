@@ -70,9 +70,11 @@ def _agreement_rows(designed: list[np.ndarray], real: np.ndarray, align: np.ndar
     lead = real.shape[:-2]
     both = np.flatnonzero(align >= 0)  # sentence words the model also has
     at = align[both]
-    weights = np.asarray(designed, dtype=np.float64)[:, both]  # [D, b, n]
+    weights = np.asarray(designed, dtype=np.float64).take(both, axis=1)  # [D, b, n]
     counted = weights.max(axis=-1) - weights.min(axis=-1) > FLAT  # [D, b] of the rows in both
-    p = _rescaled(np.ascontiguousarray(weights[:, :, both]))  # [D, b_i, b_j]
+    p = weights.take(both, axis=2)  # [D, b_i, b_j] in C order: each row's total is summed pairwise
+    total = p.sum(axis=-1, keepdims=True)
+    p = p / total if total.all() else np.divide(p, total, out=np.zeros_like(p), where=total > 0)
     if math.prod(lead) == 1:  # one real head: its rows lie one after the other, and sum pairwise
         q = _rescaled(real[..., at[:, None], at[None, :]].astype(np.float64))  # [..., b_i, b_j]
         return [np.minimum(p[d][counted[d]], q[..., counted[d], :]).sum(axis=-1) for d in range(len(designed))], counted
