@@ -466,7 +466,7 @@ def _share(x: np.ndarray) -> float:
 
 def _relation_report(kind: str, pairs: list[dict], outcomes: tuple[np.ndarray, np.ndarray, list]) -> dict:
     """One relation type's report; ``outcomes``: every pair's hits and weights [L, H, P] and the
-    offset rules' hits (a tuple per pair), a pair's place at its ``"at"``. Shares of hits are
+    offset rules' hits (a list per pair), a pair's place at its ``"at"``. Shares of hits are
     counts over sizes; the mean weights are NumPy's means, as :func:`_share` takes them."""
     from generator.attention import realheads
 
