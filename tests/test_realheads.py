@@ -343,6 +343,88 @@ def test_cache_arrays_from_any_layout_and_the_same_errors_as_json(tiny_model, ti
                 {s: e["attention"] for s, e in expected["entries"][sha].items()}
 
 
+def _random_cache(rng: np.random.Generator, shapes: list[tuple[int, int, int]], sha: str = "a" * 64) -> dict:
+    """A cache of made-up sentences, one per (layers, heads, words), rows per mille as a model's are."""
+    entries = {}
+    for i, (layers, heads, n) in enumerate(shapes):
+        rows = rng.dirichlet(np.full(n, 0.3), size=(layers, heads, n))
+        words = ["[CLS]"] + [f"w{i}x{j}" for j in range(n - 2)] + ["[SEP]"]
+        entries[" ".join(words[1:-1]) or f"s{i}"] = {
+            "attention": largest_remainder(rows, PER_MILLE), "pieces": list(words),
+            "piece_words": list(range(n)), "special": [True] + [False] * (n - 2) + [True], "words": words}
+    return {"entries": {sha: entries}, "format": "attention-labs/real-heads-cache", "version": 1}
+
+
+def _read_as(load, path: Path):
+    """What ``load`` makes of a cache file, comparable across loaders: its diagnostics, or its data
+    with the attention as nested lists."""
+    try:
+        cache = load(path)
+    except ContentError as exc:
+        return [str(d) for d in exc.diagnostics]
+    for by_sentence in cache["entries"].values():
+        for entry in by_sentence.values():
+            array = entry["attention"]
+            if isinstance(array, np.ndarray):
+                assert array.dtype == np.int16 and not array.flags.writeable
+                if getattr(array, "json", None) is not None:  # the text it carries is what json writes
+                    assert array.json == json.dumps(array.tolist(), separators=(",", ":"))
+    return {**cache, "entries": {sha: {sentence: {**entry, "attention": np.asarray(entry["attention"]).tolist()}
+                                       for sentence, entry in by_sentence.items()}
+                                 for sha, by_sentence in cache["entries"].items()}}
+
+
+def _same_as_json(path: Path) -> None:
+    """load_cache_arrays (NumPy on save_cache's layout) gives what load_cache (json) gives: the same
+    numbers and text, or the same diagnostics."""
+    assert _read_as(load_cache_arrays, path) == _read_as(load_cache, path)
+
+
+@pytest.mark.parametrize("shapes", [[(1, 1, 2)], [(2, 3, 4), (2, 3, 7)], [(6, 12, 8), (6, 12, 15), (6, 12, 2)],
+                                    [(3, 1, 9), (3, 1, 3)]], ids=["smallest", "two", "minilm", "one-head"])
+def test_cache_arrays_read_with_numpy_are_what_json_reads(tmp_path, shapes):
+    path = tmp_path / "heads.json"
+    save_cache(path, _random_cache(np.random.default_rng(len(shapes)), shapes))
+    _same_as_json(path)
+    got = load_cache_arrays(path)
+    assert all(e["attention"].json is not None for e in got["entries"]["a" * 64].values()), "read by the fast path"
+
+
+def test_cache_arrays_with_brackets_in_words_are_what_json_reads(tmp_path):
+    """A word holding what ends the numbers (]]]],") or looks like them: read all the same."""
+    cache = _random_cache(np.random.default_rng(3), [(2, 2, 4), (2, 2, 5)])
+    (by_sentence,) = cache["entries"].values()
+    for entry, odd in zip(by_sentence.values(), [']]]],"', "[[1,2]]"]):
+        entry["words"][1] = entry["pieces"][1] = odd
+    path = tmp_path / "heads.json"
+    save_cache(path, cache)
+    _same_as_json(path)
+
+
+def test_cache_arrays_from_damaged_numbers_are_what_json_reads(tmp_path):
+    """Damage of every kind inside the numbers (digits, commas, brackets, signs, spaces, leading zeros,
+    numbers of five digits, digits against brackets) is judged exactly as json judges it."""
+    rng = np.random.default_rng(7)
+    cache = _random_cache(rng, [(2, 2, 3), (1, 2, 4)])
+    path = tmp_path / "heads.json"
+    save_cache(path, cache)
+    text = path.read_text(encoding="utf-8")
+    start, end = text.index('{"attention":') + 13, text.rindex("]]]]") + 4
+    pieces = ["0", "1", "9", "00", "01", "10000", "1000", ",", "[", "]", "],[", " ", "-", "-0", "1.5", "e", "é"]
+    for _ in range(400):
+        at = int(rng.integers(start, end))
+        cut = int(rng.integers(0, 3))
+        damaged = text[:at] + pieces[int(rng.integers(len(pieces)))] + text[at + cut:]
+        path.write_text(damaged, encoding="utf-8")
+        _same_as_json(path)
+    for old, new in (("[", "["), (",", ",0,"), ("]", "0]"), ("[", "0["), ("]", "]0"), ("1", "01")):
+        for i in range(start, end):
+            if text[i] == old[0]:
+                path.write_text(text[:i] + new + text[i + 1:], encoding="utf-8")
+                _same_as_json(path)
+                break
+
+
 def test_missing_cache_file_is_an_empty_cache(tmp_path):
     assert load_cache(tmp_path / "nothing.json") == empty_cache()
 

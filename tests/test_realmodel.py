@@ -201,3 +201,24 @@ def test_labs_attention_on_a_nan_checkpoint_is_one_error_not_bare_nan(project, c
     assert code == 1 and out == [], out  # never a bare NaN on stdout, which no JSON reader accepts
     assert len(err) == 1 and f"tensor '{name}' holds NaN or infinite values" in err[0], err
     assert "Traceback" not in "\n".join(err)
+
+
+@pytest.mark.parametrize("written", ["sat", "the", "The", "mat#1", "the#2", "the#3", "dog", "sat#1", "#", ""],
+                         ids=["once", "twice", "case", "hash-once", "hash-second", "hash-beyond", "missing",
+                              "hash-on-single", "bare-hash", "empty"])
+def test_relation_words_are_read_as_claims_read_them(written):
+    """read_model's quick look-up of a relation's word answers as read_word does, errors included."""
+    from generator.kinds.attention.realmodel import _read_word
+    from generator.kinds.attention.widget import read_word
+
+    class Errors:
+        def __init__(self):
+            self.said = []
+
+        def error(self, where, message):
+            self.said.append((where, message))
+
+    words = ("The", "cat", "sat", "on", "the", "mat", "the")
+    quick, plain = Errors(), Errors()
+    assert _read_word(quick, ("x",), written, words) == read_word(plain, ("x",), written, words)
+    assert quick.said == plain.said

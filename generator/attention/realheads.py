@@ -251,28 +251,63 @@ def pair_outcomes(attention: np.ndarray, queries, keys, special) -> tuple[np.nda
     return hits, weights
 
 
+def pair_outcomes_of(groups) -> tuple[np.ndarray, np.ndarray]:
+    # [(attention [L, H, n, n] per-mille ints, queries [R], keys [R], special [n]), ...] -> hits, weights [L, H, ΣR]
+    """:func:`pair_outcomes` of several sentences of one model at once, their pairs one after the
+    other (the same hits and the same weights, bit for bit). The rows asked for are laid out pair
+    by pair and word by word ([P, w, L, H], padded to the longest sentence with words no head may
+    pick), so that "is the key the first largest weight" is a few operations across all of them."""
+    assert all(np.issubdtype(a.dtype, np.integer) for a, *_ in groups), "per-mille integers, as the cache holds"
+    width, total = max(a.shape[-1] for a, *_ in groups), sum(len(q) for _, q, _, _ in groups)
+    rows = np.full((total, width) + groups[0][0].shape[:2], -1, dtype=np.int16)  # [P, w, L, H]; -1: blocked
+    blocked = np.zeros((total, width), dtype=bool)  # [CLS], [SEP] and the query itself never count
+    keys: list[int] = []
+    at = 0
+    for attention, queries, pair_keys, special in groups:
+        n, count = attention.shape[-1], len(queries)
+        rows[at:at + count, :n] = attention.take(queries, axis=2).transpose(2, 3, 0, 1)
+        blocked[at:at + count, :n] = special
+        blocked[range(at, at + count), queries] = True
+        keys += pair_keys
+        at += count
+    pairs, key_at = range(total), np.array(keys)
+    weights = rows[pairs, key_at] / PER_MILLE  # [P, L, H] a share of the whole row
+    rows[blocked] = -1
+    key_now = rows[pairs, key_at]  # [P, L, H] -1 where the key itself is blocked
+    largest = rows.max(axis=1)
+    rows[np.arange(width) >= key_at[:, None]] = -2  # what is left: the words before the key
+    hits = (key_now == largest) & (rows.max(axis=1) < key_now)  # the key is largest, and nothing before it as large
+    return hits.transpose(1, 2, 0), weights.transpose(1, 2, 0)
+
+
 def offset_guesses(queries, special) -> np.ndarray:  # [R], [n] -> [len(BASELINE_OFFSETS), R] word index or -1
     """The word each fixed-offset rule picks for each query: the real word k places away among real
     words, for each k in :data:`BASELINE_OFFSETS`; -1 where there is none."""
-    special = np.asarray(special, dtype=bool)
-    real = np.flatnonzero(~special)
-    rank = np.full(special.shape[0], -1)
-    rank[real] = np.arange(len(real))
-    target = rank[np.asarray(queries, dtype=np.int64)][None, :] + np.asarray(BASELINE_OFFSETS)[:, None]  # [O, R]
-    valid = (target >= 0) & (target < len(real))
-    return np.where(valid, real[np.clip(target, 0, max(len(real) - 1, 0))] if len(real) else -1, -1)
+    return np.array(offset_guess_lists(queries, special), dtype=np.int64).reshape(len(BASELINE_OFFSETS), len(queries))
+
+
+def offset_guess_lists(queries, special) -> list[list[int]]:  # [R], [n] -> [len(BASELINE_OFFSETS)][R]
+    """:func:`offset_guesses` as lists (a sentence has a handful of pairs: plain Python is quicker)."""
+    real = [i for i, flag in enumerate(special) if not flag]  # positions of real words, in order
+    rank = {at: i for i, at in enumerate(real)}
+    ranks, size = [rank.get(int(q), -1) for q in queries], len(real)
+    return [[real[r + k] if 0 <= r + k < size else -1 for r in ranks] for k in BASELINE_OFFSETS]
 
 
 def nearest_tag_guesses(queries, tags, wanted) -> np.ndarray:  # [R], [n] tags (None: untagged) -> [R] index or -1
     """The word the rule "attend to the nearest word whose tag is in ``wanted``" picks for each query
     (either side, never the query itself; at equal distance the earlier word); -1 if there is none."""
+    return np.array([nearest_tag_guess(int(q), tags, wanted) for q in queries], dtype=np.int64)
+
+
+def nearest_tag_guess(query: int, tags, wanted) -> int:
+    """:func:`nearest_tag_guesses` for one query: looking outwards from it, the left word first."""
     n = len(tags)
-    ok = np.array([t in wanted for t in tags], dtype=bool)  # [n]
-    queries = np.asarray(queries, dtype=np.int64)
-    distance = np.abs(np.arange(n)[None, :] - queries[:, None]).astype(np.float64)  # [R, n]
-    distance[~ok[None, :].repeat(len(queries), 0) | (distance == 0)] = np.inf
-    best = distance.argmin(axis=-1)  # first minimum: the earlier word
-    return np.where(np.isfinite(distance.min(axis=-1)), best, -1) if n else np.full(len(queries), -1)
+    for distance in range(1, max(query + 1, n - query)):
+        for j in (query - distance, query + distance):
+            if 0 <= j < n and tags[j] in wanted:
+                return j
+    return -1
 
 
 def sign_test_p(wins: int, losses: int) -> float:

@@ -177,10 +177,11 @@ def _entry_problems(entry) -> list[str]:
     return _check_entry(entry)[0]
 
 
-def _check_entry(entry) -> tuple[list[str], np.ndarray | None]:
+def _check_entry(entry, checked: bool = False) -> tuple[list[str], np.ndarray | None]:
     """Everything wrong with one cache entry, and its attention as a read-only int16 array
     ([layers, heads, n, n] per mille) when it is valid. The nested lists are turned into one
-    array once, and every check on them is done on the array."""
+    array once, and every check on them is done on the array. ``checked``: the entry comes from
+    :func:`_decode_saved`, whose attention is already such an array, its numbers checked."""
     if not isinstance(entry, dict):
         return ["entry must be an object"], None
     problems = []
@@ -208,6 +209,8 @@ def _check_entry(entry) -> tuple[list[str], np.ndarray | None]:
         and piece_words == sorted(piece_words)
     ):
         problems.append(f"'piece_words' must give each of the {len(pieces)} pieces its word, in order, every word 0..{n - 1} at least once")
+    if checked:
+        return problems, None if problems else entry["attention"]
     try:
         attention = np.asarray(entry["attention"])
     except ValueError:
@@ -221,95 +224,189 @@ def _check_entry(entry) -> tuple[list[str], np.ndarray | None]:
     if problems:
         return problems, None
     weights = attention.astype(np.int16)  # 0..1000 fits; a quarter of int64's memory
-    if isinstance(entry["attention"], EncodedArray) and entry["attention"].json is not None:
-        weights = EncodedArray.of(weights, entry["attention"].json)  # the same numbers, the same text
     weights.flags.writeable = False
     return [], weights
 
 
-_ATTENTION_TEXT = re.compile(r"[0-9,\[\]]+")
-_NO_BRACKETS = str.maketrans("", "", "[]")
-_NO_DIGITS = str.maketrans("", "", "0123456789")
-
-
 def _decode_saved(text: str) -> Cache | None:
     """The cache in ``text`` when it is laid out exactly as :func:`save_cache` writes it, with each
-    entry's attention as an int64 array; None for anything else (then :mod:`json` decodes it and
-    reports what is wrong). Decoding 10,000 per-mille integers per sentence with :mod:`json`
-    and then turning the nested lists into an array was most of a lab's load; here the integers
-    are read by NumPy straight from the text, after checking that the brackets around them are
+    entry's attention as a read-only int16 array whose rows are known to sum to 1000; None for
+    anything else (then :mod:`json` decodes it and reports what is wrong). Decoding 10,000 per-mille
+    integers per sentence with :mod:`json` and then turning the nested lists into an array was most
+    of a lab's load; here the integers of every entry are read at once by NumPy straight from the
+    text's bytes (:func:`_per_mille_arrays`), after checking that the brackets around them are
     exactly those of a [layers][heads][n][n] array."""
-    lines = text.split("\n")
-    if len(lines) < 7 or lines[:2] != ["{", '"entries": {'] or lines[-2:] != ["}", ""]:
+    stops = []  # where each line ends (lines are found, not split: str.split copied 560 KB slowly)
+    at = text.find("\n")
+    while at >= 0:
+        stops.append(at)
+        at = text.find("\n", at + 1)
+    starts = [0] + [stop + 1 for stop in stops]
+    stops.append(len(text))
+
+    def line(k: int) -> str:  # a short line's text (never an entry's)
+        return text[starts[k]:stops[k]]
+
+    def is_line(k: int, expected: str) -> bool:
+        return stops[k] - starts[k] == len(expected) and text.startswith(expected, starts[k])
+
+    if len(starts) < 7 or not (is_line(0, "{") and is_line(1, '"entries": {') and is_line(-2, "}") and is_line(-1, "")):
         return None
     decoder = json.JSONDecoder()
     entries: dict[str, dict] = {}
+    texts: list[str] = []  # each entry's attention, in the order of ``found``
+    found: list[dict] = []
     i = 2
     try:
-        while lines[i] != "},":
-            if not lines[i].endswith(": {"):
+        while not is_line(i, "},"):
+            if not text.endswith(": {", starts[i], stops[i]):
                 return None
-            sha = json.loads(lines[i][:-3])
+            sha = json.loads(text[starts[i]:stops[i] - 3])
             by_sentence: dict[str, dict] = {}
             i += 1
             while True:
-                line = lines[i]
-                sentence, end = decoder.raw_decode(line)
-                if not isinstance(sentence, str) or line[end:end + 2] != ": ":
+                sentence, end = decoder.raw_decode(text, starts[i])
+                if not isinstance(sentence, str) or end > stops[i] or not text.startswith(": ", end):
                     return None
-                last = not line.endswith(",")
-                entry = _decode_entry(line[end + 2:] if last else line[end + 2:-1])
-                if entry is None:
+                last = text[stops[i] - 1] != ","
+                split = _split_entry(text, end + 2, stops[i] if last else stops[i] - 1)
+                if split is None:
                     return None
-                by_sentence[sentence] = entry
+                texts.append(split[0])
+                found.append(split[1])
+                by_sentence[sentence] = split[1]
                 i += 1
                 if last:
                     break
-            if not isinstance(sha, str) or lines[i] not in ("}", "},"):
+            if not isinstance(sha, str) or not (is_line(i, "}") or is_line(i, "},")):
                 return None
             entries[sha] = by_sentence
             i += 1
-            if lines[i - 1] == "}" and lines[i] != "},":
+            if is_line(i - 1, "}") and not is_line(i, "},"):
                 return None
-        rest = json.loads("{" + "".join(lines[i + 1:]))
+        rest = json.loads("{" + "".join(line(k) for k in range(i + 1, len(starts))))
     except (ValueError, IndexError):
         return None
     if not isinstance(rest, dict) or "entries" in rest:
         return None
+    arrays = _per_mille_arrays(texts, [len(entry["words"]) for entry in found])
+    if arrays is None:
+        return None
+    for entry, attention, attention_text in zip(found, arrays, texts):
+        entry["attention"] = EncodedArray.of(attention, attention_text)  # the text json writes for these numbers
     return {"entries": entries, **rest}
 
 
-def _decode_entry(value: str) -> dict | None:
-    """One entry as :func:`save_cache` writes it (``{"attention":[[[[…]]]],"pieces":…}``), or None."""
+def _split_entry(line: str, start: int, stop: int) -> tuple[str, dict] | None:
+    """One entry as :func:`save_cache` writes it (``{"attention":[[[[…]]]],"pieces":…}``), at
+    ``line[start:stop]`` (of the file's text): the text of its attention, and the rest decoded (its ``attention`` key
+    first, still to fill); or None. The attention ends at the last ``]]]],"`` (only brackets,
+    commas and digits may come before it; where a word of the rest holds one, they do not)."""
     prefix = '{"attention":'
-    end = value.find(']]]],"', len(prefix))
-    if not value.startswith(prefix) or end < 0:
+    end = line.rfind(']]]],"', start + len(prefix), stop)
+    if not line.startswith(prefix, start) or end < 0:
         return None
-    text = value[len(prefix):end + 4]
-    entry = json.loads("{" + value[end + 5:])
+    entry = json.loads("{" + line[end + 5:stop])
     words = entry.get("words") if isinstance(entry, dict) else None
-    if "attention" in entry or not isinstance(words, list) or not words or not _ATTENTION_TEXT.fullmatch(text):
+    if "attention" in entry or not isinstance(words, list) or not words:
         return None
-    skeleton = text.translate(_NO_DIGITS)
-    numbers = np.fromstring(text.translate(_NO_BRACKETS), dtype=np.int64, sep=",")
-    # Every number as JSON writes it (no leading zeros), below 10,000: its digits are then
-    # exactly 1 + [>= 10] + [>= 100] + [>= 1000] (anything else is left to json to judge).
-    if numbers.size == 0 or numbers.max() >= 10_000 or \
-            int(numbers.size + (numbers >= 10).sum() + (numbers >= 100).sum() + (numbers >= 1000).sum()) \
-            != len(text) - len(skeleton):
+    return line[start + len(prefix):end + 4], {"attention": None, **entry}
+
+
+def _per_mille_arrays(texts: list[str], sizes: list[int]) -> list[np.ndarray] | None:
+    """Each text as an int16 [layers, heads, n, n] array (``n`` from ``sizes``), when every text
+    is exactly what json writes for such an array of integers (no spaces, no leading zeros) below
+    10,000, and every row sums to :data:`PER_MILLE`; None otherwise.
+
+    All texts are read at once, with operations on their bytes: a lab's eighteen sentences are
+    180,000 numbers. Each number's value is put together at the comma or bracket that ends it,
+    from the (at most four) digits before it; the arrays are views of those values, one per comma
+    and bracket, since the brackets and commas are known to be those of such an array."""
+    joined = "".join(texts)
+    if not joined.isascii():
         return None
-    n = len(words)
-    layers = text.count("]]],[[[") + 1
-    if numbers.size % (n * n * layers):
+    chars = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)  # [B]
+    del joined
+    value = chars - np.uint8(48)
+    mark = value >= np.uint8(10)  # brackets and commas (anything else fails the skeleton below)
+    cuts = np.flatnonzero(mark)  # [C]
+    if cuts.size < 2 or cuts[0] != 0 or cuts[-1] != chars.size - 1:
         return None
-    heads = numbers.size // (n * n * layers)
-    row = "[" + "," * (n - 1) + "]"
-    matrix = "[" + ",".join([row] * n) + "]"
-    layer = "[" + ",".join([matrix] * heads) + "]"
-    if skeleton != "[" + ",".join([layer] * layers) + "]":
+    marks = chars[cuts]  # [C]
+    skeleton = marks.tobytes()
+    bounds = np.searchsorted(cuts, np.cumsum([len(t) for t in texts])).tolist()
+    shapes, skeletons, start, made = [], [], 0, {}
+    for n, stop in zip(sizes, bounds):
+        shape = _skeleton_shape(skeleton, start, stop, n)
+        if shape is None:
+            return None
+        shapes.append((start, shape))
+        if shape not in made:
+            layers, heads = shape[:2]
+            row = b"[" + b"," * (n - 1) + b"]"
+            made[shape] = b"[" + b",".join([b"[" + b",".join([b"[" + b",".join([row] * n) + b"]"] * heads) + b"]"] * layers) + b"]"
+        skeletons.append(made[shape])
+        start = stop
+    if b"".join(skeletons) != skeleton:
         return None
-    # The text is exactly what json writes for these numbers (checked above): it travels with them.
-    return {"attention": EncodedArray.of(numbers.reshape(layers, heads, n, n), text), **entry}
+    # Each mark gets the number that ends there, from the (at most four) digits before it: the
+    # digit k places before counts when the k - 1 bytes between are digits too.
+    digit = ~mark
+    value *= digit.view(np.uint8)  # a digit's value, 0 for a mark (bytes times bytes: no casting)
+    g1 = digit[3:-1]  # for the bytes 4..B-1: is the byte 1 place before a digit
+    g12 = g1 & digit[2:-2]
+    g123 = g12 & digit[1:-3]
+    scratch = g123 & digit[:-4]
+    scratch &= digit[4:]
+    if scratch.any():  # five digits in a row: not a number below 10,000
+        return None
+    np.equal(chars[1:-3], np.uint8(48), out=scratch)
+    scratch &= mark[:-4]
+    scratch &= digit[2:-2]
+    if scratch.any():  # a leading zero: not JSON
+        return None
+    scratch = scratch.view(np.uint8)
+    tens = np.zeros(chars.size, dtype=np.uint8)  # [B] the number's last two digits, at the mark after it
+    np.multiply(value[2:-2], g1.view(np.uint8), out=tens[4:])
+    tens *= np.uint8(10)
+    tens[4:] += value[3:-1]
+    np.multiply(g1.view(np.uint8), np.uint8(128), out=scratch)  # bit 7: whether a digit is just before
+    tens[4:] |= scratch
+    hundreds = np.zeros(chars.size, dtype=np.uint8)  # [B] the two digits before those
+    np.multiply(value[:-4], g123.view(np.uint8), out=hundreds[4:])
+    hundreds *= np.uint8(10)
+    np.multiply(value[1:-3], g12.view(np.uint8), out=scratch)
+    hundreds[4:] += scratch
+    del value, digit, mark, g12, g123, scratch
+    tens, hundreds = tens[cuts], hundreds[cuts]  # [C]
+    # A number between each "[" or "," and the next "," or "]", and nowhere else.
+    if not np.array_equal((tens[1:] >> np.uint8(7)).view(bool), (marks[:-1] != np.uint8(93)) & (marks[1:] != np.uint8(91))):
+        return None
+    tens &= np.uint8(0x7F)
+    numbers = np.multiply(hundreds, np.uint16(100), dtype=np.uint16)
+    numbers += tens
+    row_starts = np.flatnonzero((marks[:-1] == np.uint8(91)) & (marks[1:] != np.uint8(91))) + 1  # "[" then a number
+    if not np.all(np.add.reduceat(numbers, row_starts, dtype=np.uint32) == PER_MILLE):
+        return None
+    numbers = numbers.view(np.int16)  # below 10,000: the same bits; the arrays are views of it
+    out = []
+    for begin, (layers, heads, n, _) in shapes:
+        matrix = (n + 1) ** 2 + 1  # marks in one matrix and the comma after it
+        out.append(np.ndarray((layers, heads, n, n), np.int16, numbers, 2 * (begin + 4),  # the first number ends
+                              tuple(2 * s for s in (heads * matrix + 2, matrix, n + 2, 1))))  # at the fifth mark
+    return out
+
+
+def _skeleton_shape(marks: bytes, start: int, stop: int, n: int) -> tuple[int, int, int, int] | None:
+    """(layers, heads, n, n) of the [layers][heads][n][n] array whose brackets and commas would be
+    ``marks[start:stop]``, from its length and where its first layer ends; None if none would."""
+    end = marks.find(b"]]],[[[", start, stop)
+    per_layer = stop - start - 2 if end < 0 else end - start + 2  # "[" + matrices and commas + "]"
+    layers, left = divmod(stop - start - 1, per_layer + 1)  # "[" + layers with commas + "]"
+    heads, left2 = divmod(per_layer - 1, (n + 1) ** 2 + 1)  # a matrix has (n + 1)² marks, then a comma
+    if left or left2 or layers < 1 or heads < 1:
+        return None
+    return layers, heads, n, n
 
 
 def load_cache(path: Path) -> Cache:
@@ -334,11 +431,13 @@ def _read(path: Path) -> bytes | None:
         raise BuildError(f"cannot read cache: {exc.strerror}", path=display_path(path)) from None
 
 
-# Caches already read by this process, by the SHA-256 of their bytes: a file is decoded and
-# validated once however many labs or rebuilds read it. Small: a lab's cache is up to ~600 KB of
-# JSON and ~300 KB as arrays (eighteen sentences), and only the most recent few are kept — a
-# build worker reads each lab's file once, and 64 of them were 30 MB of its memory.
-_LOADED: dict[str, Cache] = {}
+# Caches already read by this process, with the bytes they were read from: a file is decoded and
+# validated once however many labs or rebuilds read it (bytes are compared, not hashed: comparing
+# stops at the first difference, or at once when the lengths differ, where hashing reads every byte).
+# Small: a lab's cache is up to ~600 KB of JSON and ~300 KB as arrays (eighteen sentences), and only
+# the most recent few are kept — a build worker reads each lab's file once, and 64 of them were
+# 30 MB of its memory.
+_LOADED: list[tuple[bytes, Cache]] = []
 _LOADED_MAX = 8
 
 
@@ -350,16 +449,15 @@ def load_cache_arrays(path: Path) -> Cache:
     raw = _read(path)
     if raw is None:
         return empty_cache()
-    key = hashlib.sha256(raw).hexdigest()
-    cached = _LOADED.get(key)
+    cached = next((cache for seen, cache in _LOADED if seen == raw), None)
     if cached is None:
         data, arrays = _parse(path, raw, fast=True)
         cached = {**data, "entries": {sha: {sentence: {**entry, "attention": arrays[sha, sentence]}
                                             for sentence, entry in by_sentence.items()}
                                       for sha, by_sentence in data["entries"].items()}}
         if len(_LOADED) >= _LOADED_MAX:
-            _LOADED.pop(next(iter(_LOADED)))
-        _LOADED[key] = cached
+            _LOADED.pop(0)
+        _LOADED.append((raw, cached))
     return cached
 
 
@@ -373,6 +471,7 @@ def _parse(path: Path, raw: bytes, fast: bool = False) -> tuple[Cache, dict[tupl
     except UnicodeDecodeError as exc:
         raise ContentError([Diagnostic(shown, 1, 1, f"cache is not valid UTF-8 (byte offset {exc.start})")]) from None
     data = _decode_saved(text) if fast else None
+    checked = data is not None
     if data is None:
         try:
             data = json.loads(text)
@@ -380,8 +479,15 @@ def _parse(path: Path, raw: bytes, fast: bool = False) -> tuple[Cache, dict[tupl
             raise ContentError([Diagnostic(shown, exc.lineno, exc.colno, f"cache is not valid JSON: {exc.msg}")]) from None
 
     problems: list[Diagnostic] = []
+    lines: list[tuple[dict, dict]] = []  # _entry_lines(text), found when there is a problem to place
 
-    def report(line: int, message: str) -> None:
+    def report(line: int | tuple, message: str) -> None:
+        """``line``: a number, or (checkpoint,) or (checkpoint, sentence) to find its line."""
+        if isinstance(line, tuple):
+            if not lines:
+                lines.append(_entry_lines(text))
+            sha_lines, entry_lines = lines[0]
+            line = entry_lines.get(line, sha_lines.get(line[0], 1)) if len(line) == 2 else sha_lines.get(line[0], 1)
         problems.append(Diagnostic(shown, line, 1, message))
 
     if not isinstance(data, dict):
@@ -397,10 +503,9 @@ def _parse(path: Path, raw: bytes, fast: bool = False) -> tuple[Cache, dict[tupl
     if not isinstance(entries, dict):
         report(1, "'entries' must be an object mapping checkpoint SHA-256 to sentences")
         raise ContentError(problems)
-    sha_lines, entry_lines = _entry_lines(text)
     arrays: dict[tuple[str, str], np.ndarray] = {}
     for sha, by_sentence in entries.items():
-        line = sha_lines.get(sha, 1)
+        line = (sha,)
         if not _SHA_RE.fullmatch(sha):
             report(line, f"{sha!r} is not a SHA-256 (64 lowercase hex digits)")
         if not isinstance(by_sentence, dict):
@@ -408,10 +513,10 @@ def _parse(path: Path, raw: bytes, fast: bool = False) -> tuple[Cache, dict[tupl
             continue
         expected: tuple[tuple[int, ...], str] | None = None  # (layers, heads) of the first valid entry
         for sentence, entry in by_sentence.items():
-            entry_line = entry_lines.get((sha, sentence), line)
+            entry_line = (sha, sentence)
             if not sentence.strip():
                 report(entry_line, "an entry's sentence is empty")
-            entry_problems, attention = _check_entry(entry)
+            entry_problems, attention = _check_entry(entry, checked)
             for problem in entry_problems:
                 report(entry_line, f"{sentence[:40]!r}: {problem}")
             if attention is None:

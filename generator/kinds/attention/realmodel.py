@@ -151,6 +151,7 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
             if sentence is not None and sentence.kind == "cross":
                 reader.error(sw, f"sentence {sentence_id!r} is cross-attention; the model reads one sentence", key=True)
                 continue
+            words = sentence.queries if sentence is not None else ()
             for i, _ in enumerate(reader.sequence(sw) or []):
                 text = reader.string(sw + (i,), multiline=False)
                 if text is None or sentence is None:
@@ -159,9 +160,8 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
                 if m is None:
                     reader.error(sw + (i,), f"relation {text!r} should read 'query -> key (type)', e.g. 'sat -> cat (subject)'")
                     continue
-                words = sentence.queries
-                q = read_word(reader, sw + (i,), m[0], words)
-                k = read_word(reader, sw + (i,), m[1], words)
+                q = _read_word(reader, sw + (i,), m[0], words)
+                k = _read_word(reader, sw + (i,), m[1], words)
                 if q is None or k is None:
                     continue
                 if q == k:
@@ -181,6 +181,14 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
     checkpoint_at = (reader.doc.path, *reader.doc.position(where + ("checkpoint",))) if checkpoint else None
     return ModelSpec(name, cache, display_path(cache), checkpoint, tuple(relations), (reader.doc.path, line, col),
                      sentence_at, tuple(f for f, _ in finder), checkpoint_at)
+
+
+def _read_word(reader: Reader, where: tuple, written: str, words: tuple[str, ...]) -> int | None:
+    """:func:`read_word`, answered at once for the usual case: a word written without ``#n`` that
+    the sentence has once (a lab has a hundred relations and more)."""
+    if "#" not in written and words.count(written) == 1:
+        return words.index(written)
+    return read_word(reader, where, written, words)
 
 
 def _read_finder_sentences(reader: Reader, where: tuple, widget) -> list[tuple[FinderSentence, tuple]]:
@@ -317,6 +325,7 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
             sentences[s.id] = {"words": entry["words"], "special": entry["special"], "attention": entry["attention"]}
     if problems:
         raise ContentError(problems)
+    aligned = _Aligned([*model_sentences(widget), *spec.finder_sentences], entries)
     first = next((entries[sid] for sid in sentences), None)
     layers, heads = first["attention"].shape[:2] if first else (0, 0)
     return {
@@ -326,8 +335,8 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
         "heads": heads,
         "per_mille": True,
         "sentences": sentences,
-        "finder": _finder(spec, widget, entries),
-        "learned": learned_matches(widget, spec.finder_sentences, entries),
+        "finder": _finder(spec, widget, entries, aligned),
+        "learned": learned_matches(widget, spec.finder_sentences, entries, aligned),
     }, notes
 
 
@@ -344,72 +353,88 @@ def _designed_weights(words: tuple, heads: tuple[str, ...]) -> dict[str, np.ndar
     return out
 
 
-def learned_matches(widget, finder_sentences, entries: dict[str, dict]) -> dict[str, Any]:
+class _Aligned(dict):
+    """Sentence id -> :func:`_align` of its words with the model's, for the sentences with an entry;
+    worked out once for the finder and the learned matches."""
+
+    def __init__(self, sentences, entries: dict[str, dict]):
+        super().__init__((s.id, _align(s.queries, entries[s.id]["words"], entries[s.id]["special"]))
+                         for s in sentences if s.id in entries)
+
+
+def learned_matches(widget, finder_sentences, entries: dict[str, dict], aligned: dict | None = None) -> dict[str, Any]:
     """For each designed head of the widget, the real head whose rows agree best with its rows
     (:mod:`generator.attention.agreement`), over the widget's self-attention sentences and the
     finder's sentences (their words aligned by :func:`_align`; a causal sentence's designed rows
     cannot see ahead and a BERT encoder's can, so it is left out). Also, per widget sentence, the
     model word that the spotlight opens for each of its words (the first piece of a split word).
     JSON-ready: ``{"heads": {head_id: {layer, head, agreement, words, sentences, next}}, "sentences":
-    [...], "words": {sentence id: [model word index, ...]}}``."""
-    from generator.attention.agreement import agreements
+    [...], "words": {sentence id: [model word index, ...]}}``. ``aligned``: :class:`_Aligned` of
+    these sentences, when already worked out."""
+    from generator.attention.agreement import agreement_sums
 
     used = [s for s in [*model_sentences(widget), *finder_sentences] if s.kind == "self" and s.id in entries]
-    totals: dict[str, np.ndarray] = {}
-    counts = {hid: 0 for hid in widget.head_ids}
-    sentences = {hid: 0 for hid in widget.head_ids}
+    if aligned is None:
+        aligned = _Aligned([*model_sentences(widget), *finder_sentences], entries)
+    head_ids = tuple(widget.head_ids)
+    totals = 0  # [D, L, H] each head's agreements, added row by row and sentence by sentence
+    counts = np.zeros(len(head_ids), dtype=np.int64)  # [D] rows counted
+    sentences = np.zeros(len(head_ids), dtype=np.int64)  # [D] sentences with a row counted
     for s in used:
-        entry = entries[s.id]
-        align = np.array([-1 if a is None else a for a in _align(s.queries, entry["words"], entry["special"])])
-        real = np.asarray(entry["attention"], dtype=np.float64)  # [L, H, m, m] per mille
-        designed = _designed_weights(tuple(s.query_words), tuple(widget.head_ids))
-        for hid, rows in zip(widget.head_ids, agreements([designed[h] for h in widget.head_ids], real, align)):
-            # rows: [L, H, r]
-            totals[hid] = totals.get(hid, 0) + rows.sum(axis=-1)
-            counts[hid] += rows.shape[-1]
-            sentences[hid] += rows.shape[-1] > 0
+        align = np.array([-1 if a is None else a for a in aligned[s.id]])
+        designed = _designed_weights(tuple(s.query_words), head_ids)
+        sums, rows = agreement_sums([designed[h] for h in head_ids], np.asarray(entries[s.id]["attention"]), align)
+        totals = totals + sums
+        counts += rows
+        sentences += rows > 0
     heads = {}
-    for hid, total in totals.items():
-        if not counts[hid]:
+    for hid, total, count, sentence_count in zip(head_ids, totals if used else (), counts.tolist(), sentences.tolist()):
+        if not count:
             continue
-        mean = total / counts[hid]  # [L, H]
+        mean = total / count  # [L, H]
         order = np.argsort(-mean, axis=None, kind="stable")  # ties: the lower layer, then head
         (layer, head), (layer2, head2) = (np.unravel_index(int(i), mean.shape) for i in order[:2])
         heads[hid] = {"layer": int(layer), "head": int(head), "agreement": round(float(mean[layer, head]), 4),
-                      "words": counts[hid], "sentences": int(sentences[hid]),
+                      "words": count, "sentences": sentence_count,
                       "next": {"layer": int(layer2), "head": int(head2), "agreement": round(float(mean[layer2, head2]), 4)}}
     words = {}
     for s in model_sentences(widget):
         if s.id not in entries:
             continue
-        entry, at = entries[s.id], []
-        for a in _align(s.queries, entry["words"], entry["special"]):  # a split word: the piece after the last word
+        at: list[int] = []
+        for a in aligned[s.id]:  # a split word: the piece after the last word
             at.append(a if a is not None else (at[-1] + 1 if at else 1))
         words[s.id] = at
     return {"heads": heads, "sentences": [s.id for s in used], "words": words}
 
 
-def _finder(spec: ModelSpec, widget, entries: dict[str, dict]) -> list[dict]:
+def _finder(spec: ModelSpec, widget, entries: dict[str, dict], aligned: dict | None = None) -> list[dict]:
     """Per relation type: the head picked on one half of the sentences, scored on the other half
-    against two baselines (see the module docstring). JSON-ready, sorted by relation name."""
+    against two baselines (see the module docstring). JSON-ready, sorted by relation name.
+    ``aligned``: :class:`_Aligned` of the sentences, when already worked out."""
     from generator.attention import realheads
 
     order = [s for s in [*model_sentences(widget), *spec.finder_sentences] if s.id in entries]
-    with_pairs = [s for s in order if any(r.sentence_id == s.id for r in spec.relations)]
-    half = {s.id: i % 2 for i, s in enumerate(with_pairs)}  # 0: pick the head here; 1: held out
+    if aligned is None:
+        aligned = _Aligned(order, entries)
+    relations: dict[str, list[Relation]] = {}
+    for r in spec.relations:
+        relations.setdefault(r.sentence_id, []).append(r)
+    with_pairs = [s for s in order if s.id in relations]
     shown = {s.id for s in model_sentences(widget)}
     pairs: dict[str, list[dict]] = {}
+    groups = []  # per sentence with pairs: what realheads.pair_outcomes_of needs
+    offset_hits: list[list[bool]] = []  # per pair, in the order of ``groups``
     problems = []
-    for s in with_pairs:
+    for half, s in enumerate(with_pairs):  # every other sentence: 0 picks the head, 1 is held out
         entry = entries[s.id]
-        align = _align(s.queries, entry["words"], entry["special"])
+        align = aligned[s.id]
         tags: list[str | None] = [None] * len(entry["words"])
         for word, at in zip(s.query_words, align):
             if at is not None:
                 tags[at] = word.role
-        rels = [r for r in spec.relations if r.sentence_id == s.id]
         ok = []
-        for r in rels:
+        for r in relations[s.id]:
             q, k = align[r.query], align[r.key]
             if q is None or k is None:
                 missing = s.queries[r.query if q is None else r.key]
@@ -419,25 +444,30 @@ def _finder(spec: ModelSpec, widget, entries: dict[str, dict]) -> list[dict]:
             ok.append((r, q, k))
         if not ok:
             continue
-        attention = entry["attention"]  # [L, H, n, n] per mille
         qs, ks = [q for _, q, _ in ok], [k for _, _, k in ok]
-        hits, weights = realheads.pair_outcomes(attention, qs, ks, entry["special"])  # [L, H, R]
-        offsets = realheads.offset_guesses(qs, entry["special"])  # [O, R]
+        groups.append((entry["attention"], qs, ks, entry["special"]))
+        offsets = realheads.offset_guess_lists(qs, entry["special"])  # [O][R]
         for i, (r, q, k) in enumerate(ok):
             pairs.setdefault(r.kind, []).append({
-                "sentence": s.id, "half": half[s.id], "shown": s.id in shown, "q": q, "k": k,
-                "hits": hits[:, :, i], "weights": weights[:, :, i], "offset_hits": offsets[:, i] == k,
+                "at": len(offset_hits), "sentence": s.id, "half": half % 2, "shown": s.id in shown, "q": q, "k": k,
                 "tags": tags, "key_tag": tags[k], "words": entry["words"]})
+            offset_hits.append([guess[i] == k for guess in offsets])
     if problems:
         raise ContentError(problems)
-    return [_relation_report(kind, pairs[kind]) for kind in sorted(pairs)]
+    if not pairs:
+        return []
+    hits, weights = realheads.pair_outcomes_of(groups)  # [L, H, P]
+    return [_relation_report(kind, pairs[kind], (hits, weights, offset_hits)) for kind in sorted(pairs)]
 
 
 def _share(x: np.ndarray) -> float:
     return round(float(x.mean()), 4) if x.size else 0.0
 
 
-def _relation_report(kind: str, pairs: list[dict]) -> dict:
+def _relation_report(kind: str, pairs: list[dict], outcomes: tuple[np.ndarray, np.ndarray, list]) -> dict:
+    """One relation type's report; ``outcomes``: every pair's hits and weights [L, H, P] and the
+    offset rules' hits (a list per pair), a pair's place at its ``"at"``. Shares of hits are
+    counts over sizes; the mean weights are NumPy's means, as :func:`_share` takes them."""
     from generator.attention import realheads
 
     pick = [p for p in pairs if p["half"] == 0]
@@ -449,45 +479,54 @@ def _relation_report(kind: str, pairs: list[dict]) -> dict:
     }
     if not pick or not held:
         return {**report, "head": None, "beats_baseline": False}
-    stack = lambda group, key: np.stack([p[key] for p in group], axis=-1)  # noqa: E731  [L, H, R] or [O, R]
-    pick_hit, pick_weight = stack(pick, "hits").mean(axis=-1), stack(pick, "weights").mean(axis=-1)  # [L, H]
-    top = pick_hit.max()
-    tied = pick_hit == top
-    layer, head = np.unravel_index(int(np.where(tied, pick_weight, -np.inf).argmax()), pick_hit.shape)
-    all_held_hits = stack(held, "hits")  # [L, H, R]
-    held_hits, held_weights = all_held_hits[layer, head], stack(held, "weights")[layer, head]  # [R]
-    best_held = np.unravel_index(int(all_held_hits.mean(axis=-1).argmax()), pick_hit.shape)
+    hits, weights, offset_hits = outcomes
+    pick_at, held_at = [p["at"] for p in pick], [p["at"] for p in held]
+    pick_hits = hits[:, :, pick_at].sum(axis=-1)  # [L, H]
+    tied = pick_hits == pick_hits.max()
+    pick_weight = np.ascontiguousarray(weights[:, :, pick_at]).mean(axis=-1)  # summed pairwise along each [R]
+    layer, head = np.unravel_index(int(np.where(tied, pick_weight, -np.inf).argmax()), tied.shape)
+    held_hits_all = hits[:, :, held_at].sum(axis=-1)  # [L, H]
+    best_held = np.unravel_index(int(held_hits_all.argmax()), tied.shape)
+    held_hits = hits[layer, head, held_at].tolist()
     # Baselines, each chosen on the pick half like the head.
-    offset_pick = stack(pick, "offset_hits").mean(axis=-1)  # [O]
-    o = int(np.argmax(offset_pick))
-    offset_held = stack(held, "offset_hits")[o]  # [R]
+    offset_pick = [sum(offset_hits[i][o] for i in pick_at) for o in range(len(realheads.BASELINE_OFFSETS))]
+    o = offset_pick.index(max(offset_pick))
+    offset_held = [offset_hits[i][o] for i in held_at]
     wanted = sorted({p["key_tag"] for p in pick if p["key_tag"]})
-    tag_held = np.array([realheads.nearest_tag_guesses([p["q"]], p["tags"], set(wanted))[0] == p["k"] for p in held])
+    wanted_set = set(wanted)
+    tag_held = [realheads.nearest_tag_guess(p["q"], p["tags"], wanted_set) == p["k"] for p in held]
     versus = []
     for name, base in (("offset", offset_held), ("tag", tag_held)):
-        wins, losses = int((held_hits & ~base).sum()), int((~held_hits & base).sum())
+        wins = sum(h and not b for h, b in zip(held_hits, base))
+        losses = sum(b and not h for h, b in zip(held_hits, base))
         versus.append({"baseline": name, "wins": wins, "losses": losses,
                        "p": round(realheads.sign_test_p(wins, losses), 4)})
-    beats = bool(held_hits.mean() >= BEATS_MIN_HIT and all(v["p"] < BEATS_MAX_P for v in versus))
+    beats = bool(sum(held_hits) / len(held) >= BEATS_MIN_HIT and all(v["p"] < BEATS_MAX_P for v in versus))
     examples = {}
+    chosen = hits[layer, head]
     for label, want in (("works", True), ("fails", False)):
-        p = next((p for p in pairs if p["shown"] and bool(p["hits"][layer, head]) == want), None)
+        p = next((p for p in pairs if p["shown"] and bool(chosen[p["at"]]) == want), None)
         if p is not None:  # a widget sentence, so the spotlight can open it
             examples[label] = {"sentence": p["sentence"], "q": p["q"], "word": p["words"][p["q"]],
                                "target": p["words"][p["k"]]}
     return {
         **report,
         "head": {"layer": int(layer), "head": int(head), "ties": int(tied.sum()),
-                 "pick_hit": _share(pick_hit[layer, head]), "pick_weight": _share(pick_weight[layer, head]),
-                 "held_hit": _share(held_hits), "held_weight": _share(held_weights)},
+                 "pick_hit": _rate(int(pick_hits[layer, head]), len(pick)), "pick_weight": _share(pick_weight[layer, head]),
+                 "held_hit": _rate(sum(held_hits), len(held)), "held_weight": _share(weights[layer, head, held_at])},
         "best_held": {"layer": int(best_held[0]), "head": int(best_held[1]),
-                      "held_hit": _share(all_held_hits[best_held])},
+                      "held_hit": _rate(int(held_hits_all[best_held]), len(held))},
         "baselines": [
-            {"baseline": "offset", "offset": realheads.BASELINE_OFFSETS[o], "pick_hit": _share(offset_pick[o]),
-             "held_hit": _share(offset_held)},
-            {"baseline": "tag", "tags": wanted, "held_hit": _share(tag_held)},
+            {"baseline": "offset", "offset": realheads.BASELINE_OFFSETS[o], "pick_hit": _rate(offset_pick[o], len(pick)),
+             "held_hit": _rate(sum(offset_held), len(held))},
+            {"baseline": "tag", "tags": wanted, "held_hit": _rate(sum(tag_held), len(held))},
         ],
         "versus": versus,
         "beats_baseline": beats,
         "examples": examples,
     }
+
+
+def _rate(hits: int, total: int) -> float:
+    """:func:`_share` of ``total`` yes-or-no outcomes, ``hits`` of them yes (the same number)."""
+    return round(hits / total, 4) if total else 0.0
