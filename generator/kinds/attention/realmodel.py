@@ -34,7 +34,6 @@ a one-sided sign test at p < :data:`BEATS_MAX_P`.
 
 from __future__ import annotations
 
-import functools
 
 import re
 from contextlib import contextmanager
@@ -340,10 +339,10 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
     }, notes
 
 
-@functools.lru_cache(maxsize=1024)
 def _designed_weights(words: tuple, heads: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """The designed heads' ÷√d weights for a self-attention sentence, read-only. Remembered per
-    process: labs share finder sentences, and a large site computes them once per worker."""
+    """The designed heads' ÷√d weights for a self-attention sentence, read-only. Computed for each
+    lab, not remembered across labs: a memo by sentence would make a benchmark whose labs share
+    sentences cheaper than a real site, whose labs do not."""
     results = teaching.compute(words, kind="self", heads=heads)
     out = {}
     for hid in heads:
