@@ -542,3 +542,17 @@ def test_computing_and_rendering_a_lab_leaves_no_reference_cycles():
                 gc.enable()
     finally:
         generator.build._LAB_STATE.clear()
+
+
+def test_ids_are_the_whitespace_preceded_id_attributes():
+    """build._ids searches for ``id="`` as a literal and checks the character before it: the same
+    ids, in the same order, as the pattern ``\\sid="…"`` it replaced, on every golden page and on
+    the edge cases (an id at the very start, data-id, grid="…", a tab or newline before)."""
+    import re
+
+    old = re.compile(r'\sid="([^"]+)"')
+    pages = [p.read_text(encoding="utf-8") for p in (Path(__file__).parent / "golden").rglob("*.html")]
+    tricky = ['id="start" <p id="a">', '<p data-id="x" grid="y" valid="z">', '<p\tid="tab">\n<b\nid="nl">', 'id=""']
+    assert pages
+    for html in pages + tricky:
+        assert generator.build._ids(html) == old.findall(html)
