@@ -388,20 +388,22 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
     them, and their paths come back apart: (other files, content, paths written)."""
     started = time.perf_counter()
     source = load_site(content_dir)
-    keys = _lab_keys(source, theme_dir, base_url, options) if cache is not None else {}
     stored: dict[str, LabEntry] = {}
     written_stored: list[str] = []
-    for slug, key in keys.items():
-        entry = cache.get(key)  # keys is empty without a cache
-        if entry is None:
-            continue
-        if write_into is not None:  # into the new site as it is read: the site's files are never all held at once
-            write_files(write_into, entry.files)
-            written_stored += entry.files
-            entry = replace(entry, files={})
-        stored[slug] = entry
-    todo = [slug for slug in source.order if slug not in stored]
-    with lab_pool(content_dir, len(todo)) as map_labs:
+    with lab_pool(content_dir, len(source.order)) as map_labs:
+        # The labs' files are hashed by the workers that will load them (the hashing reads every
+        # byte of a lab folder: a serial second at 1,000 labs).
+        keys = _lab_keys(source, theme_dir, base_url, options, map_labs) if cache is not None else {}
+        for slug, key in keys.items():
+            entry = cache.get(key)  # keys is empty without a cache
+            if entry is None:
+                continue
+            if write_into is not None:  # into the new site as it is read: the site's files are never all held at once
+                write_files(write_into, entry.files)
+                written_stored += entry.files
+                entry = replace(entry, files={})
+            stored[slug] = entry
+        todo = [slug for slug in source.order if slug not in stored]
         fresh = dict(zip(todo, map_labs(partial(load_lab, source), todo)))
         content, problems = assemble_partial(
             source, [(stored[slug].lab, ()) if slug in stored else fresh[slug] for slug in source.order])
@@ -483,18 +485,23 @@ def _partial_link_problems(source: SiteSource, content: Content, files: set[str]
 
 
 def _lab_keys(source: SiteSource, theme_dir: Path | None, base_url: str | None,
-              options: Mapping[str, Any] | None) -> dict[str, str]:
-    """Each lab's build cache key (see :mod:`generator.buildcache`)."""
+              options: Mapping[str, Any] | None, map_labs: Callable = map) -> dict[str, str]:
+    """Each lab's build cache key (see :mod:`generator.buildcache`); its folder is hashed by
+    ``map_labs`` (a :func:`lab_pool`'s)."""
     theme = Theme(theme_dir, all_kinds())
     site = buildcache.key_of(
         buildcache.generator_fingerprint(), buildcache.kinds_fingerprint(),
         buildcache.digest_files([("site.yaml", source.root / "site.yaml")]), source.order,
         buildcache.digest_files(sorted(theme.files.items())), base_url,
         sorted((k, str(v)) for k, v in (options or {}).items()), os.getcwd())
-    digests = [buildcache.digest_files(buildcache.files_under(source.root / "labs" / slug)) for slug in source.order]
+    digests = list(map_labs(partial(_lab_digest, source.root / "labs"), source.order))
     return {slug: buildcache.key_of(site, digests[i - 1] if i > 0 else "", digests[i],
                                     digests[i + 1] if i + 1 < len(digests) else "")
             for i, slug in enumerate(source.order)}
+
+
+def _lab_digest(labs: Path, slug: str) -> str:
+    return buildcache.digest_files(buildcache.files_under(labs / slug))
 
 
 def kinds_of(content: Content):

@@ -556,3 +556,16 @@ def test_ids_are_the_whitespace_preceded_id_attributes():
     assert pages
     for html in pages + tricky:
         assert generator.build._ids(html) == old.findall(html)
+
+
+def test_the_pool_hashes_lab_folders_to_the_same_cache_keys_as_one_process(big_project):
+    from generator.build import _lab_keys, lab_pool
+    from generator.content import load_site
+
+    content = big_project / "content"
+    source = load_site(content)
+    serial = _lab_keys(source, big_project / "theme", None, None)
+    with lab_pool(content, len(source.order)) as map_labs:
+        assert map_labs is not map or (os.cpu_count() or 1) < 2
+        pooled = _lab_keys(source, big_project / "theme", None, None, map_labs)
+    assert pooled == serial and len(set(serial.values())) == len(source.order)
