@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from generator.pickling import pickled_as_call
 
+
+@pickled_as_call
 @dataclass(frozen=True, order=True, slots=True)
 class Diagnostic:
     """One error at one place in one file. ``line`` and ``column`` count from 1."""

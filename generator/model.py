@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from generator.pickling import pickled_as_call
+
 
 # Everything the pages keep in a learner's browser lives under this localStorage namespace.
 STORAGE_NAMESPACE = "attention-labs"
@@ -22,6 +24,7 @@ def quiz_storage_key(lab_slug: str, quiz_digest: str) -> str:
     return f"{STORAGE_NAMESPACE}:quiz:{lab_slug}:{quiz_digest}"
 
 
+@pickled_as_call
 @dataclass(frozen=True, slots=True)
 class Topic:
     slug: str
@@ -29,6 +32,7 @@ class Topic:
     blurb: str
 
 
+@pickled_as_call
 @dataclass(frozen=True, slots=True)
 class Site:
     title: str
@@ -39,12 +43,14 @@ class Site:
     lab_order: tuple[str, ...]
 
 
+@pickled_as_call
 @dataclass(frozen=True, slots=True)
 class LegendItem:
     term: str
     meaning: str
 
 
+@pickled_as_call
 @dataclass(frozen=True, slots=True)
 class Card:
     title: str
@@ -52,6 +58,7 @@ class Card:
     body_html: str
 
 
+@pickled_as_call
 @dataclass(frozen=True, slots=True)
 class Section:
     """A prose section of a lab, from one Markdown file."""
@@ -63,6 +70,7 @@ class Section:
     source: str  # author-facing path of the Markdown file
 
 
+@pickled_as_call
 @dataclass(frozen=True, slots=True)
 class FaqItem:
     id: str
@@ -71,6 +79,7 @@ class FaqItem:
     answer_text: str
 
 
+@pickled_as_call
 @dataclass(frozen=True, slots=True)
 class Option:
     id: str
@@ -80,6 +89,7 @@ class Option:
     why_html: str
 
 
+@pickled_as_call
 @dataclass(frozen=True, slots=True)
 class Question:
     """One quiz question. ``kind`` is its type: "single", "multiple" or one of the lab kind's
@@ -96,12 +106,14 @@ class Question:
     match: str = "all"  # "all": pick exactly the correct options; "any": one correct option is enough
 
 
+@pickled_as_call
 @dataclass(frozen=True, slots=True)
 class Quiz:
     questions: tuple[Question, ...]
     storage_key: str  # localStorage key, versioned by a hash of the quiz content
 
 
+@pickled_as_call
 @dataclass(frozen=True, slots=True)
 class Lab:
     slug: str
@@ -127,6 +139,7 @@ class Lab:
         return f"{self.number:02d}"
 
 
+@pickled_as_call
 @dataclass(frozen=True, slots=True)
 class Content:
     site: Site

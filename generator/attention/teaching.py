@@ -73,6 +73,7 @@ import numpy as np
 
 from generator.attention.core import _softmax_into, causal_mask
 from generator.errors import did_you_mean
+from generator.pickling import pickled_as_call
 
 # ---------------------------------------------------------------------------- roles
 
@@ -118,6 +119,7 @@ _PUNCT = ".,;:!?…—–-\"“”‘’'()[]{}"
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
+@pickled_as_call
 @dataclass(frozen=True, slots=True)
 class Word:
     """One word of a sentence as the model sees it."""

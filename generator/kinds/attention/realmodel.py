@@ -47,6 +47,7 @@ from generator.errors import BuildError, ContentError, Diagnostic, did_you_mean,
 from generator.attention import teaching
 from generator.kinds.attention.widget import read_word
 from generator.source import Reader
+from generator.pickling import pickled_as_call
 
 _RELATION_TYPE = re.compile(r"[A-Za-z][\w -]*")  # one character class after a literal: linear time
 CHECKPOINT_HELP = (
@@ -86,6 +87,7 @@ BEATS_MIN_HIT = 0.6  # a head said to beat its baselines finds at least this sha
 BEATS_MAX_P = 0.05  # …and wins against each baseline by a one-sided sign test below this
 
 
+@pickled_as_call
 @dataclass(frozen=True, slots=True)
 class FinderSentence:
     """A sentence read by the model for the head finder only (``model.sentences``)."""
@@ -99,6 +101,7 @@ class FinderSentence:
         return tuple(w.text for w in self.query_words)
 
 
+@pickled_as_call
 @dataclass(frozen=True, slots=True)
 class Relation:
     sentence_id: str
@@ -108,6 +111,7 @@ class Relation:
     at: tuple[str, int, int]
 
 
+@pickled_as_call
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
     name: str

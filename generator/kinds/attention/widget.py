@@ -63,6 +63,7 @@ from generator.attention.realheads import largest_remainder_array
 from generator.kinds.attention.numbers import rounded_lists
 from generator.errors import Diagnostic, did_you_mean
 from generator.source import Reader
+from generator.pickling import pickled_as_call
 
 PAYLOAD_VERSION = 1
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -71,6 +72,7 @@ _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 _SHARE = re.compile(r"\(\s*>=\s*(?P<share>[0-9]+(?:\.[0-9]+)?)\s*%\s*\)")
 
 
+@pickled_as_call
 @dataclass(frozen=True, slots=True)
 class ClaimParts:
     """A claim's pieces as written, with their offsets in the claim's text."""
@@ -110,6 +112,7 @@ def parse_claim(text: str) -> ClaimParts | None:
     return ClaimParts(query, len(head) - len(head.lstrip()), keys, keys_from + len(rest) - len(rest.lstrip()), share)
 
 
+@pickled_as_call
 @dataclass(frozen=True, slots=True)
 class Claim:
     """``query -> keys (>= min_share)`` in one head of one sentence."""
@@ -122,6 +125,7 @@ class Claim:
     at: Diagnostic  # where it is written; the message is filled in when it fails
 
 
+@pickled_as_call
 @dataclass(frozen=True, slots=True)
 class SentenceSpec:
     id: str
@@ -143,6 +147,7 @@ class SentenceSpec:
         return tuple(w.text for w in self.key_words)
 
 
+@pickled_as_call
 @dataclass(frozen=True, slots=True)
 class WidgetSpec:
     prompt: str
