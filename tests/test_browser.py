@@ -867,11 +867,12 @@ def test_axe_finds_no_violations(page, shipped, axe, path, scheme):
 
 # -- screenshots: looked at by a person ------------------------------------------------------
 
+@pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("width,height", [(1280, 800), (375, 812)], ids=["desktop", "phone"])
-def test_screenshots_and_no_sideways_scrolling(browser, watch, shipped, width, height):
+def test_screenshots_and_no_sideways_scrolling(browser, watch, shipped, width, height, scheme):
     ARTIFACTS.mkdir(exist_ok=True)
-    size = f"{width}x{height}"
-    ctx = _watched_context(browser, watch, width, height, device_scale_factor=1)
+    size = f"{width}x{height}" + ("-dark" if scheme == "dark" else "")
+    ctx = _watched_context(browser, watch, width, height, device_scale_factor=1, color_scheme=scheme)
     try:
         page = ctx.new_page()
         shots = []
