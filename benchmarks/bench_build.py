@@ -26,6 +26,10 @@ The synthetic labs are copies of the shipped attention lab (07) that differ from
   cache (``--heads-cache``, default ``benchmarks/.heads-cache/``) so that later runs compute
   nothing. The pools bound that one-off cost (8 × variants sentences); a build sees a
   different sentence set in every lab, but the same sentence does recur across labs.
+- formulas: every TeX formula longer than one symbol (``$\\sqrt{d_k}$``, not ``$n$``) gets a
+  term of its own lab (``+ 17``), so no two labs share one; the build converts each formula to
+  MathML once per process, and this keeps that memo to the one-letter formulas a real series of
+  labs would share too.
 
 MkDocs (1.6, ``pip install mkdocs``) builds one page per lab: that lab's Markdown files
 concatenated, with the extensions our labs use (fenced code, tables, codehilite).
@@ -161,6 +165,11 @@ def prose(lab: int, name: str) -> str:
     return " ".join(sentences)
 
 
+def own_formulas(text: str, lab: int) -> str:
+    """``text`` with each ``$…$`` formula of more than one symbol ending in a term of this lab's."""
+    return re.sub(r"\$([^$\n]+)\$", lambda m: m.group(0) if len(m.group(1)) < 2 else f"${m.group(1)} + {lab}$", text)
+
+
 def sentence_texts(yaml_text: str) -> list[str]:
     """The sentences of a lab that the model reads (widget self/causal + finder), untagged."""
     import yaml
@@ -240,6 +249,7 @@ def make_content(folder: Path, n_labs: int, variants: int, heads: HeadsCache) ->
             if f.name == "real-heads.json":
                 continue
             text = f.read_text(encoding="utf-8").replace("lab:attention", f"lab:{slug}")
+            text = own_formulas(text, i)
             if f.name == "lab.yaml":
                 text = lab_yaml(text, i, pools, variants)
             elif f.suffix == ".md":
