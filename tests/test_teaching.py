@@ -332,6 +332,16 @@ def test_compute_gives_what_one_attention_call_per_head_gives_bit_for_bit(querie
             assert np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes(), (head_id, name)  # -0.0 too
 
 
+@settings(max_examples=150, deadline=None)
+@given(long_sentences, st.lists(st.sampled_from(teaching.HEAD_IDS), min_size=1, max_size=4, unique=True))
+def test_self_weights_are_computes_weights_bit_for_bit(words, heads):
+    weights = teaching.self_weights(words, heads)
+    results = compute(words, kind="self", heads=heads)
+    assert weights.shape == (len(heads), len(words), len(words))
+    for i, head_id in enumerate(heads):
+        assert weights[i].tobytes() == np.ascontiguousarray(results[head_id].weights).tobytes(), head_id
+
+
 def test_cross_drops_the_within_sentence_biases():
     queries = parse_sentence("The black/ADJ cat/NOUN sleeps/VERB")
     keys = parse_sentence("Le/DET chat/NOUN noir/ADJ dort/VERB")

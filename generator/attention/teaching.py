@@ -602,6 +602,25 @@ def compute(
     return results
 
 
+def self_weights(queries: Sequence[Word], heads: Sequence[str] = HEAD_IDS) -> np.ndarray:
+    # -> [len(heads), n, n]
+    """``compute(queries, heads=heads)[h].weights`` for each head ``h`` (self-attention), stacked:
+    the same numbers bit for bit, through the same operations, without compute's other arrays
+    (values, outputs, the "÷√d off" softmax). The head finder reads only these, for every
+    sentence of a lab."""
+    x = embed(queries)
+    roles = role_indices(queries)
+    n = len(queries)
+    logits = np.empty((len(heads), n, n))
+    for i, head_id in enumerate(heads):
+        h = head(head_id)
+        np.matmul((x @ h.w_q) * (1.0 / np.sqrt(h.d_k)), (x @ h.w_k).T, out=logits[i])
+        bias = h.bias_rule(roles, roles, "self")
+        if bias is not None:  # compute adds zeros for a head without one: the same weights
+            logits[i] += bias
+    return _softmax_into(logits, logits, axis=-1)
+
+
 def residual(queries: Sequence[Word], results: Mapping[str, HeadResult]) -> tuple[np.ndarray, np.ndarray]:
     # -> [n_q, d_resid] before, [n_q, d_resid] after
     """The query words' residual vectors before and after the attention layer made of ``results``'

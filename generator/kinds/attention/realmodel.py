@@ -343,17 +343,11 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
     }, notes
 
 
-def _designed_weights(words: tuple, heads: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """The designed heads' ÷√d weights for a self-attention sentence, read-only. Computed for each
-    lab, not remembered across labs: a memo by sentence would make a benchmark whose labs share
-    sentences cheaper than a real site, whose labs do not."""
-    results = teaching.compute(words, kind="self", heads=heads)
-    out = {}
-    for hid in heads:
-        weights = np.array(results[hid].weights)
-        weights.setflags(write=False)
-        out[hid] = weights
-    return out
+def _designed_weights(words: tuple, heads: tuple[str, ...]) -> np.ndarray:  # -> [len(heads), n, n]
+    """The designed heads' ÷√d weights for a self-attention sentence, stacked in ``heads`` order.
+    Computed for each lab, not remembered across labs: a memo by sentence would make a benchmark
+    whose labs share sentences cheaper than a real site, whose labs do not."""
+    return teaching.self_weights(words, heads)
 
 
 class _Aligned(dict):
@@ -386,7 +380,7 @@ def learned_matches(widget, finder_sentences, entries: dict[str, dict], aligned:
     for s in used:
         align = np.array([-1 if a is None else a for a in aligned[s.id]])
         designed = _designed_weights(tuple(s.query_words), head_ids)
-        sums, rows = agreement_sums([designed[h] for h in head_ids], np.asarray(entries[s.id]["attention"]), align)
+        sums, rows = agreement_sums(list(designed), np.asarray(entries[s.id]["attention"]), align)
         totals = totals + sums
         counts += rows
         sentences += rows > 0
