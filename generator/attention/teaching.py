@@ -606,7 +606,7 @@ def self_weights(queries: Sequence[Word], heads: Sequence[str] = HEAD_IDS) -> np
     # -> [len(heads), n, n]
     """``compute(queries, heads=heads)[h].weights`` for each head ``h`` (self-attention), stacked:
     the same numbers bit for bit, through the same operations, without compute's other arrays
-    (values, outputs, the "÷√d off" softmax). The head finder reads only these, for every
+    (values, outputs, the "÷√d off" softmax). The learned-head matching reads only these, for every
     sentence of a lab."""
     x = embed(queries)
     roles = role_indices(queries)
