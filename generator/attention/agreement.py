@@ -50,8 +50,8 @@ def agreements(designed: list[np.ndarray], real: np.ndarray, align: np.ndarray) 
     return [rows[d][counted[d]].T.reshape(lead + (-1,)) for d in range(len(designed))]  # [..., r]
 
 
-def agreement_sums(designed: list[np.ndarray], real: np.ndarray, align: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    # [D] x [n, n], [..., m, m], [n] -> sums [D, ...], counts [D]
+def agreement_sums(designed: list[np.ndarray] | np.ndarray, real: np.ndarray, align: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    # [D] x [n, n] (or [D, n, n]), [..., m, m], [n] -> sums [D, ...], counts [D]
     """``[a.sum(axis=-1) for a in agreements(...)]`` and how many rows each head counts, the same
     numbers in one go: a row that is not counted adds 0.0, which changes nothing when the rows
     are added one by one."""

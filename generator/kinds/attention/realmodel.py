@@ -343,13 +343,6 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
     }, notes
 
 
-def _designed_weights(words: tuple, heads: tuple[str, ...]) -> np.ndarray:  # -> [len(heads), n, n]
-    """The designed heads' ÷√d weights for a self-attention sentence, stacked in ``heads`` order.
-    Computed for each lab, not remembered across labs: a memo by sentence would make a benchmark
-    whose labs share sentences cheaper than a real site, whose labs do not."""
-    return teaching.self_weights(words, heads)
-
-
 class _Aligned(dict):
     """Sentence id -> :func:`_align` of its words with the model's, for the sentences with an entry;
     worked out once for the finder and the learned matches."""
@@ -379,8 +372,11 @@ def learned_matches(widget, finder_sentences, entries: dict[str, dict], aligned:
     sentences = np.zeros(len(head_ids), dtype=np.int64)  # [D] sentences with a row counted
     for s in used:
         align = np.array([-1 if a is None else a for a in aligned[s.id]])
-        designed = _designed_weights(tuple(s.query_words), head_ids)
-        sums, rows = agreement_sums(list(designed), np.asarray(entries[s.id]["attention"]), align)
+        # The designed heads' ÷√d weights [D, n, n], computed for each lab and not remembered across
+        # labs: a memo by sentence would make a benchmark whose labs share sentences cheaper than a
+        # real site, whose labs do not.
+        designed = teaching.self_weights(tuple(s.query_words), head_ids)
+        sums, rows = agreement_sums(designed, np.asarray(entries[s.id]["attention"]), align)
         totals = totals + sums
         counts += rows
         sentences += rows > 0
