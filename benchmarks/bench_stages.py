@@ -1,0 +1,129 @@
+"""Where a cold lab's build time goes, stage by stage, without a profiler's overhead.
+
+    python benchmarks/bench_stages.py [--labs 40] [--variants 40]
+
+Makes ``--labs`` + 1 synthetic labs as ``bench_build.py`` does (the same varied copies of lab
+07, their real-heads files from its heads cache) and runs the stages of a cold build on them in
+this one process, as a build worker does, timing each with ``time.process_time`` (CPU, so a
+busy machine slows the figures less than it would wall times). The first lab is left out of the
+figures: it pays the one-off costs of a process (imports, compiling the templates, the ÷√d
+demo, the number tables). Prints the CPU per lab of each stage, their sum, and beside them
+MkDocs' CPU per page for the same labs' prose (the reference of ``bench_build.py``), without its
+startup: (a build of every page − a build of one page) ÷ the pages more, medians of 3 each.
+
+The stages are those of the build: loading (``load_lab``: YAML, Markdown, the kind's reading),
+computing (``compute_lab``), rendering the lab's files and collecting their links, writing them.
+The attention kind's computing is split further by calling its parts as ``AttentionKind.compute``
+does; the row "computing, all" is ``compute_lab`` itself, timed separately, to check that the
+parts add up to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import bench_build  # noqa: E402  (the synthetic labs and the MkDocs reference)
+
+
+def stages(content: Path, out: Path) -> tuple[Counter, int]:
+    """CPU seconds spent in each stage over every lab but the first, and how many labs that is."""
+    from generator.build import compute_lab, kinds_of, page_links, write_files
+    from generator.content import assemble_partial, load_lab, load_site
+    from generator.kinds.attention import cache as cachefile
+    from generator.kinds.attention.pattern import shuffles
+    from generator.kinds.attention.realmodel import _Aligned, _finder, learned_matches, model_sentences, sentence_text
+    from generator.kinds.attention.widget import check_claims, compute_widget
+    from generator.render import Renderer, Theme
+
+    spent: Counter = Counter()
+
+    def timed(stage: str, fn, *args):
+        started = time.process_time()
+        result = fn(*args)
+        spent[stage] += time.process_time() - started
+        return result
+
+    source = load_site(content)
+    loaded = [timed("loading", load_lab, source, slug) for slug in source.order]
+    site, problems = assemble_partial(source, loaded)
+    if problems:
+        raise SystemExit(f"the synthetic labs have mistakes: {problems[:3]}")
+    renderer = Renderer(site, Theme(None, kinds_of(site)), {}, None)
+    labs = site.labs
+    for index, lab in enumerate(labs):
+        if index == 1:
+            spent.clear()
+            for slug in source.order[1:]:  # loading again, now that the process is warm
+                timed("loading", load_lab, source, slug)
+        widget, model = lab.spec.widget, lab.spec.model
+        payload = timed("computing: spotlight payload", compute_widget, widget)
+        timed("computing: shuffles", shuffles, widget)
+        timed("computing: claims", check_claims, widget, payload)
+        cachefile._LOADED.clear()  # read as a build reads it: once per lab
+        cache = timed("computing: real-heads file (read, check)", cachefile.load_cache_arrays, model.cache)
+        (sha,) = cache["entries"]
+        sentences = [*model_sentences(widget), *model.finder_sentences]
+        entries = {s.id: cachefile.cache_lookup(cache, sha, sentence_text(s)) for s in sentences}
+        aligned = _Aligned(sentences, entries)
+        timed("computing: head finder", _finder, model, widget, entries, aligned)
+        timed("computing: learned-head matching", learned_matches, widget, model.finder_sentences, entries, aligned)
+        cachefile._LOADED.clear()
+        computed = timed("computing, all (compute_lab)", compute_lab, lab, {})
+        renderer.payloads = {lab.slug: computed.payload}
+        files = timed("rendering (with links)", lambda: _render(renderer, labs, index, page_links))
+        timed("writing", write_files, out / lab.slug, files)
+    return spent, len(labs) - 1
+
+
+def _render(renderer, labs, index, page_links) -> dict[str, bytes]:
+    files = renderer.lab_files(labs[index], labs[index - 1] if index else None,
+                               labs[index + 1] if index + 1 < len(labs) else None)
+    for path, data in files.items():
+        if path.endswith(".html"):
+            page_links(data.decode("utf-8"))
+    return files
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--labs", type=int, default=40, help="labs measured (one more is made, to warm up)")
+    ap.add_argument("--variants", type=int, default=40, help="versions of each varied sentence (default 40)")
+    ap.add_argument("--heads-cache", type=Path, default=ROOT / "benchmarks" / ".heads-cache")
+    ap.add_argument("--model", type=Path, default=Path(os.environ.get("LABS_MINILM_DIR", bench_build.DEFAULT_MODEL)))
+    args = ap.parse_args()
+    heads = bench_build.HeadsCache(args.heads_cache, args.model)
+    print(f"{os.cpu_count()} cores; load average at start: {bench_build.loadavg()}")
+    with tempfile.TemporaryDirectory(prefix="bench-stages-") as tmp:
+        content, project = bench_build.make_content(Path(tmp) / "all", args.labs + 1, args.variants, heads)
+        _, one = bench_build.make_content(Path(tmp) / "one", 1, args.variants, heads)
+        spent, n = stages(content, Path(tmp) / "out")
+        runs = [(bench_build.mkdocs(project)["cpu"], bench_build.mkdocs(one)["cpu"]) for _ in range(3)]
+        page = (statistics.median(a for a, _ in runs) - statistics.median(b for _, b in runs)) / n
+    print(f"load average at end: {bench_build.loadavg()}\n")
+    print(f"CPU per lab over {n} labs (process_time, one process)\n")
+    print("| stage | ms per lab |")
+    print("|---|---:|")
+    whole = "computing, all (compute_lab)"
+    for stage, seconds in spent.items():
+        print(f"| {stage} | {1000 * seconds / n:.2f} |")
+    total = sum(seconds for stage, seconds in spent.items() if stage.startswith(("loading", "rendering", "writing"))
+                or stage == whole)
+    parts = sum(seconds for stage, seconds in spent.items() if stage.startswith("computing: "))
+    print(f"| **a lab in all** (loading + computing, all + rendering + writing) | **{1000 * total / n:.2f}** |")
+    print(f"| the computing parts added up (against computing, all) | {1000 * parts / n:.2f} |")
+    print(f"| MkDocs, a page of the same prose (startup left out) | {1000 * page:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
