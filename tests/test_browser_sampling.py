@@ -32,15 +32,15 @@ def _open(page, shipped, where="http", hash=""):
     expect(page.locator("#sampling")).to_have_attribute("data-ready", "true")
 
 
+def _texts(page) -> dict[str, str]:
+    """Word → the text beside its bar: "41%", "<1%" or "cut"."""
+    return dict(page.evaluate("""[...document.querySelectorAll("#sa-bars tbody tr")].map((tr) =>
+        [tr.querySelector("th").innerText.trim(), tr.querySelector(".sa-pct").innerText.trim()])"""))
+
+
 def _shown(page) -> dict[str, int]:
-    """Word → the percentage its bar shows (cut words show 0)."""
-    rows = page.locator("#sa-bars tbody tr")
-    out = {}
-    for i in range(rows.count()):
-        word = rows.nth(i).locator("th").inner_text().strip()
-        text = rows.nth(i).locator(".sa-pct").inner_text().strip()
-        out[word] = 0 if text == "cut" else int(text.rstrip("%"))
-    return out
+    """Word → the whole percentage its bar shows (cut words, and "<1%", count as 0)."""
+    return {word: 0 if text in ("cut", "<1%") else int(text.removesuffix("%")) for word, text in _texts(page).items()}
 
 
 @pytest.mark.parametrize("where", WHERE)
@@ -60,6 +60,26 @@ def test_the_dial_shows_the_build_time_numbers_at_every_end(page, shipped, where
     page.keyboard.press("Home")
     favourite = context["words"][max(range(len(context["words"])), key=lambda j: context["logits"][j])]
     assert _shown(page)[favourite] >= 90
+
+
+def test_a_chance_that_rounds_to_0_but_is_not_0_reads_less_than_1_percent(page, shipped):
+    """"0%" beside a word that can still be drawn would say it cannot: such a word reads "<1%",
+    and "0%" is left for a chance of 0 parts, which the sampler never draws."""
+    data = _data(shipped)
+    context = next(c for c in data["contexts"] if c["id"] == data["default"]["context"])
+    _open(page, shipped)
+    seen = {"<1%": 0, "0%": 0}
+    for index in range(len(data["temps"])):
+        page.locator("#sa-temp").fill(str(index))
+        expect(page.locator("#sa-temp-out")).to_have_text(f"T = {data['temps'][index]:g}")
+        parts, whole = context["p"][index], decoding.shares(context["p"][index])
+        expected = {w: "<1%" if int(pct) == 0 and x > 0 else f"{int(pct)}%"
+                    for w, pct, x in zip(context["words"], whole, parts, strict=True)}
+        assert _texts(page) == expected, data["temps"][index]
+        for text in expected.values():
+            if text in seen:
+                seen[text] += 1
+    assert seen["<1%"] and seen["0%"], f"the default context should show both at some temperature: {seen}"
 
 
 def test_top_k_cuts_the_rest_and_renormalises(page, shipped):
