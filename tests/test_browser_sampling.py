@@ -33,14 +33,15 @@ def _open(page, shipped, where="http", hash=""):
 
 
 def _texts(page) -> dict[str, str]:
-    """Word → the text beside its bar: "41%", "<1%" or "cut"."""
+    """Word → the text beside its bar: "41%", "<1%", ">99%" or "cut"."""
     return dict(page.evaluate("""[...document.querySelectorAll("#sa-bars tbody tr")].map((tr) =>
         [tr.querySelector("th").innerText.trim(), tr.querySelector(".sa-pct").innerText.trim()])"""))
 
 
 def _shown(page) -> dict[str, int]:
-    """Word → the whole percentage its bar shows (cut words, and "<1%", count as 0)."""
-    return {word: 0 if text in ("cut", "<1%") else int(text.removesuffix("%")) for word, text in _texts(page).items()}
+    """Word → the whole percentage its bar shows (cut words and "<1%" count as 0, ">99%" as 100)."""
+    whole = {"cut": 0, "<1%": 0, ">99%": 100}
+    return {word: whole[text] if text in whole else int(text.removesuffix("%")) for word, text in _texts(page).items()}
 
 
 @pytest.mark.parametrize("where", WHERE)
@@ -62,24 +63,25 @@ def test_the_dial_shows_the_build_time_numbers_at_every_end(page, shipped, where
     assert _shown(page)[favourite] >= 90
 
 
-def test_a_chance_that_rounds_to_0_but_is_not_0_reads_less_than_1_percent(page, shipped):
+def test_chances_that_round_to_0_or_100_but_are_not_read_less_than_1_or_more_than_99_percent(page, shipped):
     """"0%" beside a word that can still be drawn would say it cannot: such a word reads "<1%",
-    and "0%" is left for a chance of 0 parts, which the sampler never draws."""
+    and "0%" is left for a chance of 0 parts, which the sampler never draws; "100%" is left for a
+    word no other word can be drawn beside, and reads ">99%" otherwise."""
     data = _data(shipped)
     context = next(c for c in data["contexts"] if c["id"] == data["default"]["context"])
     _open(page, shipped)
-    seen = {"<1%": 0, "0%": 0}
+    seen = {"<1%": 0, "0%": 0, ">99%": 0}
     for index in range(len(data["temps"])):
         page.locator("#sa-temp").fill(str(index))
         expect(page.locator("#sa-temp-out")).to_have_text(f"T = {data['temps'][index]:g}")
         parts, whole = context["p"][index], decoding.shares(context["p"][index])
-        expected = {w: "<1%" if int(pct) == 0 and x > 0 else f"{int(pct)}%"
-                    for w, pct, x in zip(context["words"], whole, parts, strict=True)}
+        expected = {w: "<1%" if int(pct) == 0 and x > 0 else ">99%" if int(pct) == 100 and x < sum(parts)
+                    else f"{int(pct)}%" for w, pct, x in zip(context["words"], whole, parts, strict=True)}
         assert _texts(page) == expected, data["temps"][index]
         for text in expected.values():
             if text in seen:
                 seen[text] += 1
-    assert seen["<1%"] and seen["0%"], f"the default context should show both at some temperature: {seen}"
+    assert all(seen.values()), f"the default context should show each at some temperature: {seen}"
 
 
 def test_top_k_cuts_the_rest_and_renormalises(page, shipped):

@@ -68,9 +68,10 @@
       left: mask.filter(Boolean).length };
   }
 
-  // A whole percentage, except that a chance which rounds to 0 but is not 0 reads "<1%": that
-  // word can still be drawn, and "0%" would say it cannot.
-  const pctText = (pct, parts) => pct === 0 && parts > 0 ? "<1%" : pct + "%";
+  // A whole percentage, except where rounding would say something false: a chance that rounds to
+  // 0 but is not 0 reads "<1%" (that word can still be drawn; "0%" would say it cannot), and one
+  // that rounds to 100 while other words can still be drawn reads ">99%".
+  const pctText = (pct, parts, total) => pct === 0 && parts > 0 ? "<1%" : pct === 100 && parts < total ? ">99%" : pct + "%";
 
   let rows = [];
   function build() {
@@ -102,9 +103,9 @@
       r.tr.classList.toggle("is-cut", isCut);
       r.ghost.style.width = (v.full[j] / data.parts * 100).toFixed(2) + "%";
       r.fill.style.width = (share * 100).toFixed(2) + "%";
-      r.pct.textContent = isCut ? "cut" : pctText(v.after[j], v.kept[j]);
-      r.was.textContent = isCut ? `was ${pctText(v.before[j], v.full[j])}`
-        : cuts && v.after[j] !== v.before[j] ? `from ${pctText(v.before[j], v.full[j])}` : "";
+      r.pct.textContent = isCut ? "cut" : pctText(v.after[j], v.kept[j], v.total);
+      r.was.textContent = isCut ? `was ${pctText(v.before[j], v.full[j], data.parts)}`
+        : cuts && v.after[j] !== v.before[j] ? `from ${pctText(v.before[j], v.full[j], data.parts)}` : "";
       r.tr.title = isCut ? "Cut by top-k or top-p" : "";
       r.count.textContent = tally[j] ? String(tally[j]) : "";
     });
@@ -160,7 +161,7 @@
     const v = current(), C = v.C;
     const shown = C.words.map((w, j) => [w, v.after[j], v.kept[j]]).filter(x => x[2] > 0).slice(0, 4);
     return `T = ${tText(temps[state.t])}` + (state.k ? `, top-k ${state.k}` : "") + (state.p < 100 ? `, top-p ${pText(state.p)}` : "") +
-      ": " + shown.map(([w, p, parts]) => `${w} ${pctText(p, parts)}`).join(", ") +
+      ": " + shown.map(([w, p, parts]) => `${w} ${pctText(p, parts, v.total)}`).join(", ") +
       (v.left > shown.length ? `, and ${v.left - shown.length} more` : "") +
       (v.left < C.words.length ? `. ${C.words.length - v.left} cut.` : ".") + (drawn.length ? "" : " Draws start over.");
   }
