@@ -90,7 +90,7 @@ def stages(content: Path, out: Path) -> tuple[Counter, int]:
         gc.collect(0)  # the parts' garbage, so that the collection timed below is the build's alone
         computed = timed("computing, all (compute_lab)", compute_lab, lab, {})
         renderer.payloads = {lab.slug: computed.payload}
-        files = timed("rendering (with links)", lambda: _render(renderer, labs, index, page_links))
+        files = timed("rendering (with links)", _render, renderer, labs, index, page_links)
         timed("writing", write_files, out / lab.slug, files)
         timed("collecting the lab's garbage", gc.collect, 0)
     return spent, len(labs) - 1
@@ -129,7 +129,6 @@ def main() -> None:
     print(f"CPU per lab over {n} labs (process_time, one process)\n")
     print("| stage | ms per lab |")
     print("|---|---:|")
-    whole = "computing, all (compute_lab)"
     for stage, seconds in spent.items():
         print(f"| {stage} | {1000 * seconds / n:.2f} |")
     total = sum(seconds for stage, seconds in spent.items() if not stage.startswith("computing: "))
