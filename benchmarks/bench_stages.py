@@ -49,21 +49,20 @@ def stages(content: Path, out: Path) -> tuple[Counter, int]:
     from generator.kinds.attention.widget import check_claims, compute_widget
     from generator.render import Renderer, Theme
 
-    spent: Counter = Counter()
+    spent: Counter = Counter()  # labs 1..n
+    warm_up: Counter = Counter()  # lab 0, which pays the process's one-off costs: not reported
 
-    def timed(stage: str, fn, *args):
+    def timed(book: Counter, stage: str, fn, *args):
         started = time.process_time()
         result = fn(*args)
-        spent[stage] += time.process_time() - started
+        book[stage] += time.process_time() - started
         return result
 
     source = load_site(content)
     loaded = []
     for index, slug in enumerate(source.order):  # each lab once, as a build does (a lab loaded twice
-        if index == 1:  # would find its formulas in the MathML memo)
-            spent.clear()
-        loaded.append(timed("loading", load_lab, source, slug))
-    loading = spent["loading"]
+        book = spent if index else warm_up  # would find its formulas in the MathML memo)
+        loaded.append(timed(book, "loading", load_lab, source, slug))
     site, problems = assemble_partial(source, loaded)
     if problems:
         raise SystemExit(f"the synthetic labs have mistakes: {problems[:3]}")
@@ -71,28 +70,26 @@ def stages(content: Path, out: Path) -> tuple[Counter, int]:
     labs = site.labs
     gc.freeze()  # as a build worker forked after loading: no collection scans the site
     for index, lab in enumerate(labs):
-        if index == 1:
-            spent.clear()
-            spent["loading"] = loading
+        book = spent if index else warm_up
         widget, model = lab.spec.widget, lab.spec.model
-        payload = timed("computing: spotlight payload", compute_widget, widget)
-        timed("computing: shuffles", shuffles, widget)
-        timed("computing: claims", check_claims, widget, payload)
+        payload = timed(book, "computing: spotlight payload", compute_widget, widget)
+        timed(book, "computing: shuffles", shuffles, widget)
+        timed(book, "computing: claims", check_claims, widget, payload)
         cachefile._LOADED.clear()  # read as a build reads it: once per lab
-        cache = timed("computing: real-heads file (read, check)", cachefile.load_cache_arrays, model.cache)
+        cache = timed(book, "computing: real-heads file (read, check)", cachefile.load_cache_arrays, model.cache)
         (sha,) = cache["entries"]
         sentences = [*model_sentences(widget), *model.finder_sentences]
         entries = {s.id: cachefile.cache_lookup(cache, sha, sentence_text(s)) for s in sentences}
         aligned = _Aligned(sentences, entries)
-        timed("computing: head finder", _finder, model, widget, entries, aligned)
-        timed("computing: learned-head matching", learned_matches, widget, model.finder_sentences, entries, aligned)
+        timed(book, "computing: head finder", _finder, model, widget, entries, aligned)
+        timed(book, "computing: learned-head matching", learned_matches, widget, model.finder_sentences, entries, aligned)
         cachefile._LOADED.clear()
         gc.collect(0)  # the parts' garbage, so that the collection timed below is the build's alone
-        computed = timed("computing, all (compute_lab)", compute_lab, lab, {})
+        computed = timed(book, "computing, all (compute_lab)", compute_lab, lab, {})
         renderer.payloads = {lab.slug: computed.payload}
-        files = timed("rendering (with links)", _render, renderer, labs, index, page_links)
-        timed("writing", write_files, out / lab.slug, files)
-        timed("collecting the lab's garbage", gc.collect, 0)
+        files = timed(book, "rendering (with links)", _render, renderer, labs, index, page_links)
+        timed(book, "writing", write_files, out / lab.slug, files)
+        timed(book, "collecting the lab's garbage", gc.collect, 0)
     return spent, len(labs) - 1
 
 
