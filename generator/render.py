@@ -6,11 +6,7 @@ output paths to bytes, and :mod:`generator.build` decides where they go.
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import json
 import os
-import posixpath
 import re
 import traceback
 from collections.abc import Iterable, Mapping
@@ -21,13 +17,13 @@ from typing import Any, Callable
 from urllib.parse import urlsplit
 
 import jinja2
-import numpy as np
 import rcssmin
 import rjsmin
 from markupsafe import Markup
 
 from generator.errors import BuildError, ContentError, Diagnostic, SiteError, display_path
-from generator.kinds import SHARED_FOLDER, LabKind, get_kind
+from generator.kinds import LabKind, get_kind
+from generator.kinds.helpers import SHARED_FOLDER, fingerprint, json_for_script
 from generator.source import outside_problem
 from generator.model import PROGRESS_STORAGE_KEY, Content, Lab, Topic
 
@@ -56,106 +52,6 @@ def source_date() -> str:
         return datetime.fromtimestamp(int(epoch), tz=UTC).strftime("%Y-%m-%d")
     except (OverflowError, OSError, ValueError):
         raise BuildError(f"SOURCE_DATE_EPOCH={epoch} is not a date this machine can represent") from None
-
-_SCRIPT_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
-
-
-class EncodedArray(np.ndarray):
-    """A read-only NumPy array that carries its own JSON text, exactly as ``json.dumps(a.tolist(),
-    separators=(",", ":"))`` would write it — for numbers that were decoded from that text and
-    checked, so that writing them into a page costs a copy, not an encoding (a pretrained
-    model's 72 heads are most of what a lab page's scripts carry). Arrays made from it (views,
-    slices, ``astype``) are plain: they do not carry the text."""
-
-    json: str | None = None
-
-    @classmethod
-    def of(cls, array: np.ndarray, text: str) -> "EncodedArray":
-        out = np.asarray(array).view(cls)
-        out.json = text
-        out.flags.writeable = False
-        return out
-
-    def __array_finalize__(self, obj) -> None:
-        self.json = None
-
-    def __reduce__(self):  # pickled as the plain array it holds
-        return np.asarray(self).__reduce__()
-
-
-class JSONText:
-    """JSON text that :func:`json_for_script` writes as it is where ``data`` holds this object:
-    for code that writes its numbers' JSON faster than :mod:`json` and exactly as it would
-    (``generator.kinds.attention.numbers``), so that the page costs a copy, not an encoding."""
-
-    __slots__ = ("json",)
-
-    def __init__(self, text: str):
-        self.json = text
-
-
-def json_for_script(data: Any) -> Markup:
-    """Serialise ``data`` for a ``<script type="application/json">`` (or ld+json) block.
-
-    Keys are sorted and floats use Python's shortest round-trip form, so output is
-    deterministic. NumPy arrays and scalars are written as the lists and numbers they hold
-    (computed data stays in arrays until here; an :class:`EncodedArray` or a :class:`JSONText` as
-    the text it carries).
-    ``<``, ``>``, ``&`` and U+2028/U+2029 are escaped, so no string can close
-    the script element or break a JavaScript parser. NaN and infinities are refused.
-    """
-    try:
-        text, encoded = _json_with_marks(data, sort_keys=True)
-    except ValueError as exc:
-        raise BuildError(f"cannot embed data in the page: {exc}") from None
-    for char, escape in _SCRIPT_ESCAPES:  # str.replace is much faster than str.translate here
-        text = text.replace(char, escape)
-    return Markup(_unmark(text, encoded))  # digits, commas and brackets: nothing to escape
-
-
-def compact_json(data: Any) -> str:
-    """``json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)``, keys in
-    their order and nothing escaped, with what :func:`json_for_script` writes as its text
-    (:class:`EncodedArray`, :class:`JSONText`) written so too. Raises ValueError for NaN."""
-    return _unmark(*_json_with_marks(data, sort_keys=False))
-
-
-def _json_with_marks(data: Any, sort_keys: bool) -> tuple[str, list[str]]:
-    """Compact JSON of ``data`` with a mark where each text it carries goes, and those texts."""
-    encoded: list[str] = []
-
-    def default(value: Any) -> Any:
-        if isinstance(value, (EncodedArray, JSONText)) and value.json is not None:
-            encoded.append(value.json)
-            return f"{_ENCODED_MARK}{len(encoded) - 1}"
-        return _json_default(value)
-
-    text = json.dumps(data, sort_keys=sort_keys, ensure_ascii=False, allow_nan=False, separators=(",", ":"),
-                      default=default)
-    if encoded and text.count(_ENCODED_MARK) != len(encoded):  # the data holds the mark itself
-        encoded.clear()
-        text = json.dumps(data, sort_keys=sort_keys, ensure_ascii=False, allow_nan=False, separators=(",", ":"),
-                          default=_json_default)
-    return text, encoded
-
-
-def _unmark(text: str, encoded: list[str]) -> str:
-    return _ENCODED_RE.sub(lambda m: encoded[int(m.group(1))], text) if encoded else text
-
-
-# Stands for an EncodedArray's text while json writes the rest of the data.
-_ENCODED_MARK = "\ue003encoded-array-"
-_ENCODED_RE = re.compile(f'"{_ENCODED_MARK}(\\d+)"')
-
-
-def _json_default(value: Any) -> Any:
-    """JSON for what :mod:`json` does not know: NumPy arrays and scalars (``tolist``/``item``)."""
-    if isinstance(value, (np.ndarray, np.generic)):
-        return value.tolist()
-    if isinstance(value, JSONText):
-        return json.loads(value.json)
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
 
 @dataclass(frozen=True)
 class Page:
@@ -362,34 +258,6 @@ def later(html: Any, script: str | None = None) -> Markup:
     (``title="</noscript>…"``), where ``&lt;`` means the same: so it is written so there."""
     attrs = str(Markup(' data-script="{}"').format(script)) if script else ""
     return Markup(f"<noscript data-later{attrs}>" + _NOSCRIPT_END.sub(r"&lt;/\1", str(html)) + "</noscript>")
-
-
-def lazy_script(name: str, variable: str, data: Any) -> tuple[str, bytes]:
-    """A fingerprinted classic script that sets ``window.Labs[variable]`` to ``data``; the widget
-    adds it with ``<script src>`` when needed (a classic script loads from file:// too)."""
-    script = f"(window.Labs=window.Labs||{{}}).{variable}={json_for_script(data)};\n".encode()
-    return fingerprint(name, script), script
-
-
-def minified(path: Path) -> str:
-    """The script (``.js``) or stylesheet (``.css``) at ``path``, minified. Kept for the process
-    while the file's modification time and size stay the same: every lab of a kind ships the same
-    code, and minifying it again for each one cost more than the rest of some of its parts."""
-    stat = path.stat()
-    return _minified(path, stat.st_mtime_ns, stat.st_size)
-
-
-@functools.lru_cache(maxsize=64)
-def _minified(path: Path, mtime_ns: int, size: int) -> str:
-    minify = rcssmin.cssmin if path.suffix == ".css" else rjsmin.jsmin
-    return minify(path.read_text(encoding="utf-8"))
-
-
-def fingerprint(name: str, data: bytes) -> str:
-    """``site.css`` → ``site.3f2a9c1e.css``: a new URL whenever the content changes."""
-    digest = hashlib.sha256(data).hexdigest()[:8]
-    stem, dot, ext = name.rpartition(".")
-    return f"{stem}.{digest}.{ext}" if dot and posixpath.basename(stem) else f"{name}.{digest}"
 
 
 def inline_html(html: Any) -> Markup:

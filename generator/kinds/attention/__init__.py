@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import ContentError, Diagnostic, did_you_mean
-from generator.kinds import Computed, KindQuestion, LabKind, PageData, shared_src
+from generator.kinds import Computed, KindQuestion, LabKind, PageData
 from generator.kinds.attention.numbers import as_json
 from generator.kinds.attention.own import own_script
 from generator.kinds.attention.realmodel import ModelSpec, compute_real, read_model
 from generator.kinds.attention.widget import WidgetSpec, check_claims, compute_widget, read_widget, read_word, top_keys
+from generator.kinds.helpers import compact_json, fingerprint, json_for_script, lazy_script, minified, shared_src
 from generator.model import Lab, Option
-from generator.render import compact_json, fingerprint, json_for_script, lazy_script, minified
 from generator.source import Reader
 
 # Fields of the computed payload that the page's script never reads stay out of the page.

@@ -42,7 +42,7 @@ import numpy as np
 from generator.attention.bert import BertModel
 from generator.attention.realheads import PER_MILLE, largest_remainder, word_attention
 from generator.errors import BuildError, ContentError, Diagnostic, display_path
-from generator.render import EncodedArray
+from generator.kinds.helpers import EncodedArray
 
 CACHE_FORMAT = "attention-labs/real-heads-cache"
 CACHE_VERSION = 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from generator.render import fingerprint, json_for_script, minified
+from generator.kinds.helpers import fingerprint, json_for_script, minified
 
 CODE = Path(__file__).parent / "static" / "later" / "sqrt-demo.js"
 STYLE = Path(__file__).parent / "static" / "later" / "sqrt-demo.css"
