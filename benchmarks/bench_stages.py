@@ -41,8 +41,10 @@ import bench_build  # noqa: E402  (the synthetic labs and the MkDocs reference)
 
 def stages(content: Path, out: Path) -> tuple[Counter, int]:
     """CPU seconds spent in each stage over every lab but the first, and how many labs that is."""
-    from generator.build import compute_lab, kinds_of, page_links, write_files
-    from generator.content import assemble_partial, load_lab, load_site
+    from generator.links import page_links
+    from generator.pipeline import compute_lab, kinds_of, load_lab
+    from generator.sitefolder import write_files
+    from generator.content import assemble_partial, load_site
     from generator.kinds.attention import cache as cachefile
     from generator.kinds.attention.pattern import shuffles
     from generator.kinds.attention.realmodel import _Aligned, _finder, learned_matches, model_sentences, sentence_text
@@ -62,11 +64,12 @@ def stages(content: Path, out: Path) -> tuple[Counter, int]:
     loaded = []
     for index, slug in enumerate(source.order):  # each lab once, as a build does (a lab loaded twice
         book = spent if index else warm_up  # would find its formulas in the MathML memo)
-        loaded.append(timed(book, "loading", load_lab, source, slug))
+        read = timed(book, "loading", load_lab, source, slug)
+        loaded.append((read.lab, read.diagnostics))
     site, problems = assemble_partial(source, loaded)
     if problems:
         raise SystemExit(f"the synthetic labs have mistakes: {problems[:3]}")
-    renderer = Renderer(site, Theme(None, kinds_of(site)), {}, None)
+    renderer = Renderer(site, Theme(None, kinds_of(site)), None)
     labs = site.labs
     gc.freeze()  # as a build worker forked after loading: no collection scans the site
     for index, lab in enumerate(labs):
@@ -86,15 +89,14 @@ def stages(content: Path, out: Path) -> tuple[Counter, int]:
         cachefile._LOADED.clear()
         gc.collect(0)  # the parts' garbage, so that the collection timed below is the build's alone
         computed = timed(book, "computing, all (compute_lab)", compute_lab, lab, {})
-        renderer.payloads = {lab.slug: computed.payload}
-        files = timed(book, "rendering (with links)", _render, renderer, labs, index, page_links)
+        files = timed(book, "rendering (with links)", _render, renderer, labs, index, computed.payload, page_links)
         timed(book, "writing", write_files, out / lab.slug, files)
         timed(book, "collecting the lab's garbage", gc.collect, 0)
     return spent, len(labs) - 1
 
 
-def _render(renderer, labs, index, page_links) -> dict[str, bytes]:
-    files = renderer.lab_files(labs[index], labs[index - 1] if index else None,
+def _render(renderer, labs, index, payload, page_links) -> dict[str, bytes]:
+    files = renderer.lab_files(labs[index], payload, labs[index - 1] if index else None,
                                labs[index + 1] if index + 1 < len(labs) else None)
     for path, data in files.items():
         if path.endswith(".html"):

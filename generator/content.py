@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Collection
 
 from generator.errors import ContentError, Diagnostic, Diagnostics, SiteError, did_you_mean, display_path
 from generator.kinds import LabKind, get_kind, kind_names
@@ -597,7 +597,7 @@ def load_content_partial(root: Path, map_labs: Callable = map) -> tuple[Content,
 STATIC_DIR = "static"  # content/static/: copied into the site's root as it is
 
 
-def static_files(root: Path, generated: Mapping[str, bytes]) -> dict[str, bytes]:
+def static_files(root: Path, generated: Collection[str]) -> dict[str, bytes]:
     """The files of ``content/static/`` by their path in the site (CNAME, .nojekyll, images),
     read as they are. A path the build generates itself, or a symbolic link out of content/,
     is an error naming the file."""

@@ -285,10 +285,11 @@ class _Watched:
 
 
 class Renderer:
-    def __init__(self, content: Content, theme: Theme, payloads: dict[str, dict], base_url: str | None = None):
+    """Draws a site's pages with a theme. Holds nothing of a lab between calls but its warnings."""
+
+    def __init__(self, content: Content, theme: Theme, base_url: str | None = None):
         self.content = content
         self.theme = theme
-        self.payloads = payloads
         self.site = content.site
         self.base_url = (base_url if base_url is not None else self.site.base_url) or ""
         if self.base_url and not self.base_url.endswith("/"):
@@ -400,11 +401,12 @@ class Renderer:
             "suggestedAnswer": [{"@type": "Answer", "text": t} for t in wrong],
         }
 
-    def lab_files(self, lab: Lab, prev_lab: Lab | None, next_lab: Lab | None) -> dict[str, bytes]:
-        """A lab's page, plus the files its kind writes beside it (scripts loaded on demand)."""
+    def lab_files(self, lab: Lab, payload: Any, prev_lab: Lab | None, next_lab: Lab | None) -> dict[str, bytes]:
+        """A lab's page, drawn from its computed ``payload``, plus the files its kind writes beside it
+        (scripts loaded on demand), by output path. A page over the page budget adds a warning."""
         path = f"labs/{lab.slug}/"
         kind = get_kind(lab.kind)
-        data = kind.page(lab, self.payloads[lab.slug])
+        data = kind.page(lab, payload)
         files = {path + name: blob for name, blob in data.files.items()}
         title = f"{lab.label} · {lab.title}" + (f" — {lab.subtitle}" if lab.subtitle else "") + f" | {self.site.title}"
         page = self._page(path, title, lab.summary, "article", self.lab_jsonld(lab, self._absolute(path)))
@@ -413,7 +415,7 @@ class Renderer:
             page,
             lab=lab,
             kind=kind,
-            payload=self.payloads[lab.slug],
+            payload=payload,
             topic=self.content.topic(lab.topic),
             lab_json=json_for_script(data.embedded),
             prev_lab=prev_lab,
@@ -439,9 +441,6 @@ class Renderer:
             f"{weight / 1000:.0f} KB, over the {FIRST_VISIT_BUDGET // 1000} KB page budget, {size / 1000:.0f} KB "
             "of it this sentence's numbers (the first sentence's are embedded in the page): shorten it, or put "
             "a shorter sentence first")
-
-    def render_lab(self, lab: Lab, prev_lab: Lab | None, next_lab: Lab | None) -> bytes:
-        return self.lab_files(lab, prev_lab, next_lab)[f"labs/{lab.slug}/index.html"]
 
     def render_index(self) -> bytes:
         groups = [(t, self._watched(self.content.labs_in(t.slug))) for t in self.site.topics]
@@ -506,21 +505,22 @@ class Renderer:
             text += f"Sitemap: {self.base_url}sitemap.xml\n"
         return text.encode()
 
-    def render_all(self, rendered: Mapping[str, Mapping[str, bytes]] | None = None) -> dict[str, bytes]:
-        """Every output file, by its path inside the site folder. ``rendered`` holds labs' files
-        made before (by slug, as :meth:`lab_files` gives them), used instead of rendering them."""
-        files: dict[str, bytes] = {}
-        for name, data in self.asset_data.items():
-            files[self.asset_names[name]] = data
+    def site_files(self) -> dict[str, bytes]:
+        """The files a site has once, whatever its labs, by output path: the theme's assets and each
+        kind's shared files (:meth:`~generator.kinds.LabKind.shared_files`, under ``assets/kinds/``)."""
+        files = {self.asset_names[name]: data for name, data in self.asset_data.items()}
         for kind in self.theme.kinds:
             files.update({f"{SHARED_FOLDER}/{kind.name}/{name}": data for name, data in kind.shared_files().items()})
+        return files
+
+    def render_site(self, lab_files: Mapping[str, Mapping[str, bytes]]) -> dict[str, bytes]:
+        """Every output file, by its path inside the site folder: :meth:`site_files`, each lab's files
+        (``lab_files``, by slug, as :meth:`lab_files` gives them: every lab of the site must be
+        there), the topic pages, the index, the 404 page, the sitemap and robots.txt."""
+        files = self.site_files()
         labs = self.content.labs
-        rendered = rendered or {}
-        for i, lab in enumerate(labs):
-            if lab.slug in rendered:
-                files.update(rendered[lab.slug])
-                continue
-            files.update(self.lab_files(lab, labs[i - 1] if i > 0 else None, labs[i + 1] if i + 1 < len(labs) else None))
+        for lab in labs:
+            files.update(lab_files[lab.slug])
         for topic in self.site.topics:
             files[f"topics/{topic.slug}/index.html"] = self.render_topic(topic)
         files["index.html"] = self.render_index()

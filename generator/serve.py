@@ -2,7 +2,7 @@
 
 The site is served from memory: every good build replaces one ``dict`` of output files, so a
 request sees one whole build, never half of one. Each good build is also written to
-``--output`` with :func:`generator.build.write_site` (a temporary folder swapped in), in the
+``--output`` with :func:`generator.sitefolder.write_site` (a temporary folder swapped in), in the
 background and a moment later, so the page reloads without waiting for the disk.
 
 Threads::
@@ -42,7 +42,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-from generator import build as pipeline
+from generator import sitefolder
+from generator.workers import lab_pool
 from generator.errors import (
     BuildError,
     ContentError,
@@ -575,7 +576,7 @@ def _watch(folders: Iterable[Path], queue: ChangeQueue):
 class _Mirror:
     """Writes the latest good site to ``output`` after a short pause, one write at a time.
 
-    The first write is a whole site swapped in (:func:`generator.build.write_site`); after it,
+    The first write is a whole site swapped in (:func:`generator.sitefolder.write_site`); after it,
     only the files that changed since the last write are written (each one atomically: a
     temporary file beside it, renamed over it) and the files that went away are removed, so
     a save does not rewrite a large site. Should the output stop being the folder this mirror
@@ -623,9 +624,9 @@ class _Mirror:
     def _write(self, files: dict[str, bytes]) -> None:
         previous, self._on_disk = self._on_disk, None
         target = self.output.resolve()
-        marker = target / pipeline.MARKER
-        if previous is None or not marker.is_file() or marker.read_bytes() != pipeline.MARKER_TEXT:
-            pipeline.write_site(files, self.output)
+        marker = target / sitefolder.MARKER
+        if previous is None or not marker.is_file() or marker.read_bytes() != sitefolder.MARKER_TEXT:
+            sitefolder.write_site(files, self.output)
             self._on_disk = files
             return
         try:
@@ -718,7 +719,7 @@ class DevServer:
         # The first build may fork worker processes (as `labs build` does for a large site), so
         # it runs before any thread exists; a full rescan right after it catches any file saved
         # before the watcher started.
-        with pipeline.lab_pool(self.content) as map_labs:
+        with lab_pool(self.content) as map_labs:
             self._first_build(map_labs)
         self._observer = _watch([self.content.resolve()] + ([self.theme.resolve()] if self.theme else []), self.changes)
         self.changes.add(RESCAN)
@@ -841,7 +842,7 @@ def serve(content: Path, theme: Path | None, output: Path, host: str = "127.0.0.
     for name, folder in (("content", content), ("theme", theme)):
         if folder is not None and not folder.is_dir():
             raise BuildError(f"{name} folder not found", display_path(folder))
-    pipeline.guard_output(output, content, theme)
+    sitefolder.guard_output(output, content, theme)
     if not _is_loopback(host):
         warn(f"WARNING: serving on {host}: anyone who can reach this machine on that address can read the site. "
              "This is a development server, not hardened for the internet; use --host 127.0.0.1 unless you "

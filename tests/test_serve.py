@@ -26,10 +26,11 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from generator import build as pipeline
+from generator import sitefolder
 from generator.build import build_files
 from generator.errors import ContentError
 from generator.incremental import SiteBuilder
+from generator.kinds import get_kind
 from generator.serve import CSP, ChangeQueue, inject_reload, is_editor_noise, resolve_path
 
 REPO = Path(__file__).absolute().parents[1]
@@ -205,14 +206,15 @@ def test_cards_are_rendered_again_when_what_the_theme_shows_of_a_lab_changes(thr
     assert result.files == build_files(content, theme)[0]
     assert b"Edited. " in result.files["index.html"] and b"Edited. " in result.files["topics/llm-engineering/index.html"]
     assert result.pages_rendered == 4  # beta + gamma, the topic, the index
-    assert "tagline" in builder._rendered.shown
+    assert "tagline" in builder.shown_fields
 
 
 def test_unchanged_lab_is_not_recomputed(three_labs, monkeypatch):
     content, theme = three_labs
     calls = []
-    real = pipeline.compute_lab
-    monkeypatch.setattr(pipeline, "compute_lab", lambda lab, *a, **kw: calls.append(lab.slug) or real(lab, *a, **kw))
+    kind = get_kind("attention")
+    real = kind.compute
+    monkeypatch.setattr(kind, "compute", lambda lab, *a, **kw: calls.append(lab.slug) or real(lab, *a, **kw))
     builder = SiteBuilder(content, theme)
     assert builder.rebuild().files == build_files(content, theme)[0]
     assert sorted(calls) == ["alpha", "alpha", "beta", "beta", "gamma", "gamma"]  # ours, then build_files'
@@ -612,7 +614,7 @@ def test_the_mirror_writes_only_the_files_that_changed(tmp_path):
             time.sleep(0.02)
         pytest.fail(f"the mirror never wrote {sorted(expected)}")
 
-    first = {pipeline.MARKER: pipeline.MARKER_TEXT, "index.html": b"one", "labs/a/index.html": b"a",
+    first = {sitefolder.MARKER: sitefolder.MARKER_TEXT, "index.html": b"one", "labs/a/index.html": b"a",
              "labs/b/index.html": b"b"}
     try:
         mirror.submit(first, now=True)
@@ -625,7 +627,7 @@ def test_the_mirror_writes_only_the_files_that_changed(tmp_path):
         after = (output / "labs/a/index.html").stat()
         assert (after.st_ino, after.st_mtime_ns) == (untouched.st_ino, untouched.st_mtime_ns), "rewritten"
         assert not (output / "labs/b").exists(), "a lab's folder that went away is removed"
-        (output / pipeline.MARKER).unlink()  # not ours any more: the next write is a whole site again
+        (output / sitefolder.MARKER).unlink()  # not ours any more: the next write is a whole site again
         mirror.submit(first, now=True)
         settle(first)
     finally:
