@@ -133,7 +133,7 @@ def _build_gc(content_dir: Path, theme_dir: Path | None, base_url: str | None, r
               write_into: Path | None) -> tuple[dict[str, bytes], Content, list[str]]:
     """:func:`_build_files` with the cyclic collector paused. A build allocates millions of small
     objects and frees them by reference counting; the collector would only re-scan the growing
-    site again and again (a fifth of the time on a large site). Pool workers collect their own
+    site again and again. Pool workers collect their own
     garbage (:func:`generator.workers.lab_done`)."""
     collecting = gc.isenabled()
     gc.disable()
@@ -155,7 +155,7 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
     written_stored: list[str] = []
     with lab_pool(content_dir, len(source.order)) as map_labs:
         # The labs' files are hashed by the workers that will load them (the hashing reads every
-        # byte of a lab folder: a serial second at 1,000 labs).
+        # byte of every lab folder).
         keys = _lab_keys(source, theme_dir, base_url, options, map_labs) if cache is not None else {}
         for slug, key in keys.items():
             entry = cache.get(key)  # keys is empty without a cache

@@ -63,7 +63,7 @@ _URL_SCHEMES = {"http", "https", "mailto", "lab", "topic", "index"}
 
 def _sanitiser(**policy) -> Callable[[str], str]:
     """``nh3.clean`` with ``policy``, made once: nh3.clean converts its allow-lists on every call,
-    85 µs of the 90 µs a short answer took. Versions of nh3 without a reusable Cleaner get clean()."""
+    most of what cleaning a short answer costs. Versions of nh3 without a reusable Cleaner get clean()."""
     if hasattr(nh3, "Cleaner"):
         return nh3.Cleaner(**policy).clean
     return partial(nh3.clean, **policy)
@@ -81,6 +81,38 @@ _TOO_COSTLY = ("this paragraph has too many unclosed or deeply nested brackets (
 _SCANNED = re.compile(r"[\[\]()<>]|\n[ \t]*\n")
 
 
+# Python-Markdown parses a list or quote inside another by recursing, a few calls a level: at the
+# interpreter's default recursion limit it manages some 200 levels. Depth is measured here, before
+# parsing, so that the limit holds whatever the recursion limit is (a library imported along the
+# way may raise it: jedi sets 3,000) and a deep document never reaches the parser.
+MAX_NESTING = 100
+_TOO_DEEP = "lists or quotes are nested too deeply for the Markdown parser; flatten them"
+_CONTAINER = re.compile(r"[ \t]*(?:>|[-*+](?=[ \t]|$)|[0-9]{1,9}[.)](?=[ \t]|$))")
+_FENCE_LINE = re.compile(r"[ \t]*(```|~~~)")
+
+
+def nesting(source: str) -> tuple[int, int]:
+    """How deep lists and quotes nest in ``source`` at most, and the offset of the line where: a
+    line counts each ``>`` and list marker it starts with, and a level for each 4 columns of
+    blanks among them before its text (tabs as 4; the one blank after a marker is the marker's).
+    Fenced code is not counted. Linear time."""
+    deepest, deepest_at, at, fenced = 0, 0, 0, None
+    for line in source.split("\n"):
+        fence = _FENCE_LINE.match(line)
+        if fence and (fenced is None or fence.group(1) == fenced):
+            fenced = fence.group(1) if fenced is None else None
+        elif fenced is None:
+            depth, end = 0, 0
+            while (m := _CONTAINER.match(line, end)) is not None:
+                depth, end = depth + 1, m.end()
+            prefix = line[:len(line) - len(line[end:].lstrip(" \t"))]  # markers and the blanks around them
+            depth += max(0, prefix.count(" ") + 4 * prefix.count("\t") - depth) // 4  # a marker's own blank aside
+            if depth > deepest:
+                deepest, deepest_at = depth, at
+        at += len(line) + 1
+    return deepest, deepest_at
+
+
 class MarkdownLimit(ValueError):
     """Markdown too large or too costly to parse; ``offset`` is where in the source it shows."""
 
@@ -91,10 +123,14 @@ class MarkdownLimit(ValueError):
 
 
 def check_limits(source: str) -> None:
-    """Raise :class:`MarkdownLimit` for text the Markdown parser would take too long over (linear time)."""
+    """Raise :class:`MarkdownLimit` for text the Markdown parser would take too long over, or nest
+    too deeply for it (linear time)."""
     if len(source) > MAX_MARKDOWN_CHARS:
         raise MarkdownLimit(0, f"Markdown text of {len(source):,} characters is over the limit of "
                                f"{MAX_MARKDOWN_CHARS:,}; split it into several files or sections")
+    deepest, at = nesting(source)
+    if deepest > MAX_NESTING:
+        raise MarkdownLimit(at, _TOO_DEEP)
     if (source.count("[") + source.count("(") + source.count("<")) * len(source) > MAX_SCAN_CHARS:
         _check_scans(source)  # (else each opening bracket is scanned once, over less than the whole text)
 
@@ -440,10 +476,9 @@ def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
         md, state, links = _converter()
         try:
             html = md.convert(source)
-        except RecursionError:  # Python-Markdown recurses once per level of nested lists or quotes
+        except RecursionError:  # under MAX_NESTING, but the interpreter's recursion limit was lowered
             _local.converter = None  # its state is left half-way: start afresh next time
-            raise MarkdownLimit(_deepest_line(source), "lists or quotes are nested too deeply for the Markdown "
-                                                       "parser; flatten them") from None
+            raise MarkdownLimit(nesting(source)[1], _TOO_DEEP) from None
     # Math goes in before sanitising, so the sanitiser sees the final HTML (with a MathML allow-list).
     # (Each step below is taken only where what it looks for is there.)
     if any(piece.startswith("<div") for piece in state.pieces):  # display math is a block, not in a <p>
@@ -679,17 +714,6 @@ _ALL_ATTRIBUTES = {**_ATTRIBUTES, **{tag: set(_MATHML_ATTRIBUTES["*"]) | _MATHML
 
 _clean = _sanitiser(tags=_TAGS | _MATHML_TAGS, attributes=_ALL_ATTRIBUTES, url_schemes=_URL_SCHEMES,
                     link_rel="noopener noreferrer")
-
-
-def _deepest_line(source: str) -> int:
-    """Offset of the line that starts with the most indentation, quote or list marks."""
-    best, best_at, at = -1, 0, 0
-    for line in source.split("\n"):
-        depth = len(line) - len(line.lstrip(" \t>-*+"))
-        if depth > best:
-            best, best_at = depth, at
-        at += len(line) + 1
-    return best_at
 
 
 def escape_attr(value: str) -> str:

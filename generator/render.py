@@ -395,7 +395,7 @@ class Renderer:
         types = {"single": "Multiple choice", "multiple": "Checkbox"}
         return {
             "@type": "Question",
-            "eduQuestionType": types[q.kind] if q.kind in types else kind.jsonld_question_type(q.kind),
+            "eduQuestionType": types[q.type] if q.type in types else kind.jsonld_question_type(q.type),
             "text": q.prompt_text,
             "acceptedAnswer": [{"@type": "Answer", "text": t} for t in correct],
             "suggestedAnswer": [{"@type": "Answer", "text": t} for t in wrong],

@@ -123,9 +123,9 @@ class DevServer:
             pages = sum(p.endswith(".html") for p in result.files)
             self.report(f"built {_plural(pages, 'page')}, {_plural(n, 'lab')} in {result.seconds:.2f} s")
         # The first build leaves every lab, payload and page alive for the whole session. Left
-        # to the cyclic GC, a full collection walks them all (0.8 s at 1000 labs) in the middle
-        # of some later rebuild; frozen, they are skipped. Acyclic objects are still freed by
-        # reference counting when a rebuild replaces them.
+        # to the cyclic GC, a full collection walks them all in the middle of some later rebuild;
+        # frozen, they are skipped. Acyclic objects are still freed by reference counting when a
+        # rebuild replaces them.
         gc.collect()
         gc.freeze()
 

@@ -57,8 +57,8 @@ def _die_with_parent() -> None:
 def _start_worker(initializer: Callable | None, initargs: tuple) -> None:
     _die_with_parent()
     # The build pauses the cyclic collector (generator.build), and a forked worker inherits the
-    # pause; but with no collector at all the reference cycles a lab leaves behind would stay
-    # (~0.6 MB a lab: 650 MiB per worker at 1,000 labs). A worker collects once per lab instead
+    # pause; but with no collector at all the reference cycles a lab leaves behind would stay, and
+    # a worker's memory would grow with every lab it renders. A worker collects once per lab instead
     # (lab_done), the youngest generation only: what that lab made. Everything it inherited is
     # frozen, so no collection scans the site it was forked with.
     gc.freeze()
@@ -96,5 +96,5 @@ def lab_pool(content_dir: Path, n_labs: int | None = None, initializer: Callable
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
                              initargs=(initializer, initargs)) as pool:
         # Chunks of at most 8 labs: a worker that draws the last chunk keeps the build waiting for at
-        # most 8 labs (125 at 1,000 labs in four chunks a worker, seconds when the machine is busy).
+        # most 8 labs, not a quarter of its share.
         yield lambda fn, items: pool.map(fn, items, chunksize=max(1, min(8, n_labs // (workers * 4))))

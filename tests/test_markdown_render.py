@@ -135,6 +135,53 @@ def test_a_list_nested_a_thousand_levels_is_refused_at_its_deepest_line():
     assert exc.value.message == "lists or quotes are nested too deeply for the Markdown parser; flatten them"
 
 
+def test_the_nesting_limit_holds_whatever_the_recursion_limit_and_after_pygments_plugins_load():
+    """The limit is measured, not left to the interpreter's recursion limit: a fenced block in an
+    unknown language makes Pygments load its plugins (one of them, jedi, raises the recursion
+    limit to 3,000), and here the limit is raised to 100,000 besides."""
+    import sys
+
+    from generator.markdown_render import MarkdownLimit
+
+    render_markdown("```no-such-language-here\nx\n```\n")  # Pygments looks among its plugins
+    source = "Intro.\n\n" + "- " * 1000 + "deep\n"
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(10**5)
+    try:
+        with pytest.raises(MarkdownLimit) as exc:
+            render_markdown(source)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert (exc.value.offset, exc.value.message) == (len("Intro.\n\n"), _TOO_DEEP)
+
+
+@pytest.mark.parametrize("shape", [
+    lambda n: "".join("    " * i + "- x\n" for i in range(n)),  # the costliest for the parser
+    lambda n: "> " * n + "x\n",
+    lambda n: "1. " * n + "x\n",
+], ids=["indented-lists", "quotes", "inline-lists"])
+def test_markdown_nested_up_to_the_limit_renders_and_one_more_level_is_refused(shape):
+    from generator.markdown_render import MAX_NESTING, MarkdownLimit, nesting
+
+    assert nesting(shape(MAX_NESTING))[0] <= MAX_NESTING
+    html = render_markdown(shape(MAX_NESTING)).html
+    assert html.count("<li>") + html.count("<blockquote>") >= MAX_NESTING
+    deeper = shape(MAX_NESTING + 1)
+    assert nesting(deeper)[0] > MAX_NESTING
+    with pytest.raises(MarkdownLimit):
+        render_markdown(deeper)
+
+
+def test_fenced_code_does_not_count_as_nesting():
+    from generator.markdown_render import MAX_NESTING
+
+    source = "```\n" + "> " * (MAX_NESTING + 10) + "\n```\n"
+    assert "<pre" in render_markdown(source).html
+
+
+_TOO_DEEP = "lists or quotes are nested too deeply for the Markdown parser; flatten them"
+
+
 @pytest.mark.parametrize("text", ["\ue000math0\ue001", "<abbr title=\"\ue000math0\ue001\">x</abbr> $x$",
                                   "\ue000math9\ue001"], ids=["bare", "in-an-attribute", "out-of-range"])
 def test_the_math_placeholder_characters_are_refused(text):

@@ -1,4 +1,4 @@
-"""What position is for: the designed heads on a sentence whose words are shuffled (issue 10, item 4).
+"""What position is for: the designed heads on a sentence whose words are shuffled.
 
 Attention itself is blind to order. Permute the rows of its input and its output rows and weight
 rows are permuted the same way — softmax(P·Q·(P·K)ᵀ/√d) = P·softmax(Q·Kᵀ/√d)·Pᵀ for a permutation

@@ -143,7 +143,7 @@ class LabKind:
         """Everything :meth:`compute` reads, for the content hash that decides when ``labs serve``
         computes again: bytes, and files whose bytes count too. The default pickles the spec,
         the kind's questions and the options; a kind that reads files must name them."""
-        own = tuple(q for q in lab.quiz.questions if q.kind in self.question_types)
+        own = tuple(q for q in lab.quiz.questions if q.type in self.question_types)
         return pickle.dumps((lab.spec, own, sorted(options.items())), pickle.HIGHEST_PROTOCOL), ()
 
     # -- page -------------------------------------------------------------------------

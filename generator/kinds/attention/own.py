@@ -1,4 +1,4 @@
-""""Your sentence": the designed model run in the learner's browser (issue 10).
+""""Your sentence": the designed model run in the learner's browser, on a sentence of their own.
 
 The spotlight's own sentences are computed at build time; a learner's sentence is computed in
 the page by a JavaScript port of :mod:`generator.attention.teaching` (``static/later/own-model.js``), with

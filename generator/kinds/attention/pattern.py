@@ -1,6 +1,6 @@
 """The pattern view: every query of the current head at once, the shuffle, the closest learned heads.
 
-Issue 10 (items 3 and 4) and issue 11 (item 3). The view's code (``static/later/pattern.js``) and
+The view's code (``static/later/pattern.js``) and
 the numbers only it reads — each self-attention sentence's shuffle (:func:`shuffles`, computed by
 :mod:`generator.attention.shuffle`) and each designed head's closest real head
 (:func:`generator.kinds.attention.realmodel.learned_matches`) — travel as one classic script beside

@@ -1,4 +1,4 @@
-"""The ÷√d demo's page parts (issue #11, item 6): its code and numbers as one script loaded on demand.
+"""The ÷√d demo's page parts: its code and numbers as one script loaded on demand.
 
 The numbers come from :mod:`generator.attention.scaling` (computed in ``AttentionKind.compute``
 as ``payload["sqrt"]``; ``sqrt.html`` renders them as a table that needs no script). The slider's
