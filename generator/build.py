@@ -29,7 +29,8 @@ from generator.kinds import all_kinds
 from generator.links import PageLinks, check_links, collect, partial_link_problems
 from generator.model import Content
 from generator.pipeline import compute_lab, finish_site, kinds_of, load_lab, render_lab
-from generator.render import Renderer, Theme
+from generator.render import Renderer
+from generator.theme import Theme
 from generator.sitefolder import SiteFiles, clean_litter, guard_output, pause_for_tests, site_folder, write_files
 from generator.workers import lab_done, lab_pool
 

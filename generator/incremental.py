@@ -46,7 +46,8 @@ from generator.kinds import get_kind
 from generator.links import LinkChecker, PageLinks, page_links
 from generator.model import Content, Lab
 from generator.pipeline import compute_lab, finish_site, kinds_of, load_lab, render_lab
-from generator.render import Renderer, Theme, source_date
+from generator.render import Renderer, source_date
+from generator.theme import Theme
 
 log = logging.getLogger(__name__)
 

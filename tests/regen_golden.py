@@ -21,7 +21,7 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS.parent))
 
-import generator.render  # noqa: E402
+import generator.theme  # noqa: E402
 from generator.build import build  # noqa: E402
 from generator.kinds import all_kinds  # noqa: E402
 from generator.kinds.helpers import minified  # noqa: E402
@@ -44,21 +44,21 @@ def build_fixture_site(output: Path) -> dict[str, bytes]:
     # The fixture theme stands alone: it is the default theme here too, so nothing of the real
     # theme/ reaches the golden files (a lab kind's own script and CSS do: they are its output).
     here, output = Path.cwd(), Path(output).resolve()
-    default_theme_dir = generator.render.default_theme_dir
-    generator.render.default_theme_dir = lambda: FIXTURE_THEME
+    default_theme_dir = generator.theme.default_theme_dir
+    generator.theme.default_theme_dir = lambda: FIXTURE_THEME
     os.chdir(FIXTURE_CONTENT.parent)
     try:
         return dict(build(FIXTURE_CONTENT, FIXTURE_THEME, output).files)
     finally:
         os.chdir(here)
-        generator.render.default_theme_dir = default_theme_dir
+        generator.theme.default_theme_dir = default_theme_dir
 
 
 def code_sources() -> dict[str, str]:
     """Every script and stylesheet that a build of the fixture site minifies into it, by its path in
     the theme (the fixture theme's ``static/``, each kind's ``static/``, ``later/`` included), as the
     build minifies it."""
-    theme = generator.render.Theme(None, all_kinds(), base=FIXTURE_THEME)
+    theme = generator.theme.Theme(None, all_kinds(), base=FIXTURE_THEME)
     return {rel: minified(path) for rel, path in theme.files.items() if rel.endswith((".js", ".css"))}
 
 

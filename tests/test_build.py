@@ -87,7 +87,7 @@ def test_css_is_the_theme_files_minified_and_concatenated_in_name_order(project)
     """A custom theme's static/css files join the default theme's, all in file-name order."""
     import rcssmin
 
-    from generator.render import default_theme_dir
+    from generator.theme import default_theme_dir
 
     result = build(project / "content", project / "theme", project / "site")
     css = next(data for name, data in result.files.items() if re.fullmatch(r"assets/site\.[0-9a-f]{8}\.css", name))
@@ -117,7 +117,7 @@ def test_a_script_that_a_part_brings_is_its_own_file_and_a_custom_theme_can_repl
 
 
 def test_a_file_of_the_custom_theme_replaces_the_default_one_of_the_same_path(project):
-    from generator.render import default_theme_dir
+    from generator.theme import default_theme_dir
 
     default_quiz = (default_theme_dir() / "static/css/40-quiz.css").read_text(encoding="utf-8")
     (project / "theme/static/css/40-quiz.css").write_text(".quiz{outline:3px solid red}\n", encoding="utf-8")

@@ -10,7 +10,7 @@ from bs4 import BeautifulSoup
 
 from generator.errors import BuildError
 from generator.kinds.helpers import EncodedArray, fingerprint, json_for_script, minified
-from generator.render import later
+from generator.theme import later
 
 
 def test_json_for_script_cannot_close_the_script_element():
