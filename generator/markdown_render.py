@@ -5,11 +5,9 @@ styles), tables, heading ids, and TeX math — ``$…$`` inline and ``$$…$$`` 
 converted to MathML at build time by latex2mathml, so no JavaScript math library is needed.
 
 Sanitising policy: authors may write raw HTML in Markdown, but the rendered HTML always goes
-through nh3 (an allow-list sanitiser) before it reaches a page. Scripts, event-handler
-attributes, ``style`` attributes, iframes, forms and unknown tags are removed; links keep only
-safe schemes and get ``rel="noopener noreferrer"``. MathML is produced by us from the TeX
-source and put in before sanitising, so the sanitiser (with a MathML allow-list) sees the
-final HTML.
+through nh3 (an allow-list sanitiser, :mod:`generator.sanitise`) before it reaches a page. MathML
+is made by :mod:`generator.mathml` from the TeX source and put in before sanitising, so the
+sanitiser (with a MathML allow-list) sees the final HTML.
 
 Internal links use ``lab:SLUG``, ``lab:SLUG#anchor``, ``topic:SLUG`` and ``index:``; they are
 rewritten to relative URLs so the site works from any folder, sub-path or file://.
@@ -20,53 +18,17 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from dataclasses import dataclass
-from functools import lru_cache, partial
 from html import unescape
-from typing import Callable, cast
+from typing import cast
 from xml.parsers import expat
 
-import latex2mathml.converter
 import markdown
-import nh3
 from markdown.extensions import Extension
-from markdown.inlinepatterns import InlineProcessor
-from markdown.preprocessors import Preprocessor
 from markdown.treeprocessors import Treeprocessor
 
 from generator.highlight import Highlighter
-
-_MATH_TOKEN = "\ue000math{}\ue001"
-_MATH_TOKEN_RE = re.compile("\ue000math(\\d+)\ue001")
-
-_TAGS = set(nh3.ALLOWED_TAGS) - {"map", "area", "center", "strike", "tt", "acronym"}
-_ATTRIBUTES = {
-    "a": {"href", "title"},
-    "abbr": {"title"},
-    "img": {"src", "alt", "title", "width", "height"},
-    "td": {"colspan", "rowspan", "align"},
-    "th": {"colspan", "rowspan", "align", "scope"},
-    "ol": {"start"},
-    "details": {"open"},
-    "code": {"class"},
-    "pre": {"class"},
-    "span": {"class"},
-    "div": {"class"},
-    "h2": {"id"},
-    "h3": {"id"},
-    "h4": {"id"},
-    "h5": {"id"},
-    "h6": {"id"},
-}
-_URL_SCHEMES = {"http", "https", "mailto", "lab", "topic", "index"}
-
-
-def _sanitiser(**policy) -> Callable[[str], str]:
-    """``nh3.clean`` with ``policy``, made once: nh3.clean converts its allow-lists on every call,
-    most of what cleaning a short answer costs. Versions of nh3 without a reusable Cleaner get clean()."""
-    if hasattr(nh3, "Cleaner"):
-        return nh3.Cleaner(**policy).clean
-    return partial(nh3.clean, **policy)
+from generator.mathml import INLINE_MATH, MATH_TOKEN_RE, MathProblem, MathState, add_math
+from generator.sanitise import clean_html
 
 
 # Python-Markdown's inline parser scans from every '[', '(' and '<' to the character that closes
@@ -168,13 +130,6 @@ def _check_scans(source: str) -> None:
         raise MarkdownLimit(paragraph, _TOO_COSTLY)
 
 
-@dataclass(slots=True)
-class MathProblem:
-    tex: str  # the formula as written (what the caller looks for in the source to place the error)
-    message: str
-    offset: int = 0  # where in ``tex`` the mistake is
-
-
 class RenderedMarkdown:
     """Rendered Markdown: ``html``; ``text``, its plain text, for descriptions, JSON-LD and
     announcements (read from the HTML when first asked for: sections and cards never ask);
@@ -200,189 +155,6 @@ class RenderedMarkdown:
                f"links={self.links!r})"
 
 
-class _MathState:
-    def __init__(self) -> None:
-        self.pieces: list[str] = []
-        self.problems: list[MathProblem] = []
-
-    def token(self, tex: str, display: bool) -> str:
-        mathml, problem = _mathml(tex, display)
-        if problem is not None:
-            self.problems.append(MathProblem(tex, *problem))
-        self.pieces.append(f'<div class="math-display">{mathml}</div>' if display else mathml)
-        return _MATH_TOKEN.format(len(self.pieces) - 1)
-
-
-@lru_cache(maxsize=4096)
-def _mathml(tex: str, display: bool) -> tuple[str, tuple[str, int] | None]:
-    """One formula as sanitised, compacted MathML, and the problem with it (message and offset in
-    ``tex``; None if none). Remembered per formula: a site repeats its formulas from lab to lab."""
-    problem = _brace_problem(tex.strip())  # offsets count in the formula as stripped
-    try:
-        mathml = latex2mathml.converter.convert(tex.strip(), display="block" if display else "inline")
-    except Exception as exc:  # latex2mathml raises many kinds; all mean "bad TeX"
-        reason = str(exc) or re.sub(r"(?<!^)(?=[A-Z])", " ", type(exc).__name__).lower().removesuffix(" error")
-        problem = problem or (f"cannot convert math ${tex}$ to MathML: {reason}", 0)
-        mathml = ""
-    unknown = _UNKNOWN_COMMAND.search(mathml)
-    if problem is None and unknown:  # latex2mathml writes a command it does not know as text
-        command = unknown.group(1)
-        problem = (f"unknown TeX command {command} in ${tex}${did_you_mean_command(command)}",
-                   max(tex.strip().find(command), 0))
-    # latex2mathml passes \text{…} through unescaped and turns \href/\style into attributes:
-    # its output is sanitised like the author's HTML, with an allow-list of MathML.
-    return _compact_mathml(_clean_mathml(mathml)), problem
-
-
-_UNKNOWN_COMMAND = re.compile(r"<m[ion][^>]*>(\\[A-Za-z]+)</m[ion]>")
-
-
-def _brace_problem(tex: str) -> tuple[str, int] | None:
-    """An unbalanced brace of ``tex`` (``\\{`` and ``\\}`` are characters, not groups): message, offset."""
-    opened: list[int] = []
-    i = 0
-    while i < len(tex):
-        c = tex[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "{":
-            opened.append(i)
-        elif c == "}":
-            if not opened:
-                return f"unbalanced braces in ${tex}$: this '}}' closes nothing", i
-            opened.pop()
-        i += 1
-    if opened:
-        return f"unbalanced braces in ${tex}$: this '{{' is never closed", opened[-1]
-    return None
-
-
-@lru_cache(maxsize=1)
-def _known_commands() -> tuple[str, ...]:
-    import latex2mathml.commands as commands
-
-    names = set()
-    for value in vars(commands).values():
-        items = value if isinstance(value, (set, tuple, list, frozenset, dict)) else (value,)
-        names.update(v for v in items if isinstance(v, str) and re.fullmatch(r"\\[A-Za-z]+", v))
-    return tuple(sorted(names))
-
-
-def did_you_mean_command(command: str) -> str:
-    """`` (did you mean \\sqrt?)`` for the known command closest to ``command``, or ""."""
-    import difflib
-
-    close = difflib.get_close_matches(command, _known_commands(), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]}?)" if close else ""
-
-
-_MATHML_TAGS = {
-    "math", "mi", "mo", "mn", "ms", "mtext", "mrow", "mfrac", "msqrt", "mroot", "msub", "msup", "msubsup",
-    "munder", "mover", "munderover", "mtable", "mtr", "mtd", "mspace", "mpadded", "mphantom", "menclose",
-    "mstyle", "semantics", "annotation",
-}
-_MATHML_ATTRIBUTES = {
-    "math": {"display"},
-    "*": {"mathvariant", "stretchy", "fence", "separator", "accent", "accentunder", "lspace", "rspace", "width",
-          "height", "depth", "columnalign", "rowspacing", "columnspacing", "notation", "minsize", "maxsize",
-          "movablelimits", "displaystyle", "scriptlevel", "linethickness", "form"},
-}
-_clean_mathml = _sanitiser(tags=_MATHML_TAGS, attributes=_MATHML_ATTRIBUTES)
-_MATH_OPEN = re.compile(r'<math(?: xmlns="http://www.w3.org/1998/Math/MathML")?( display="\w+")>')
-
-
-def _compact_mathml(mathml: str) -> str:
-    """Drop what HTML does not need: the namespace (the HTML parser puts <math> in MathML's
-    own), entities for plain characters, and a single <mrow> wrapping the whole formula
-    (<math> is an implicit mrow)."""
-    mathml = _MATH_OPEN.sub(r"<math\1>", mathml, count=1)
-    mathml = _ENTITY.sub(_plain_char, mathml)
-    head, _, rest = mathml.partition(">")
-    if rest.startswith("<mrow>") and rest.endswith("</mrow></math>") and _single_group(rest[6:-14]):
-        mathml = f"{head}>{rest[6:-14]}</math>"
-    return mathml
-
-
-_WHITESPACE_SPAN = re.compile(r'<span class="w">(\s*)</span>')
-_ENTITY = re.compile(r"&#x([0-9A-Fa-f]+);")
-
-
-def _plain_char(m: re.Match) -> str:
-    """``&#x00028;`` → ``(``: the page is UTF-8, so only markup characters need escaping."""
-    char = chr(int(m.group(1), 16))
-    return m.group(0) if char in "<>&\"'" or not char.isprintable() else char
-
-
-def _single_group(inner: str) -> bool:
-    """True when the outer <mrow>…</mrow> closes only at the very end (so it is one group)."""
-    depth = 0
-    for m in re.finditer(r"<(/?)mrow>", inner):
-        depth += -1 if m.group(1) else 1
-        if depth < 0:
-            return False
-    return depth == 0
-
-
-class _DisplayMath(Preprocessor):
-    """``$$`` on a line of its own opens and closes display math (after fenced code is stashed)."""
-
-    def __init__(self, md, state: _MathState):
-        super().__init__(md)
-        self.state = state
-
-    def run(self, lines):
-        out, buf, inside = [], [], False
-        for line in lines:
-            if line.strip() == "$$":
-                if inside:
-                    out.extend(["", self.state.token("\n".join(buf), display=True), ""])
-                    buf = []
-                inside = not inside
-            elif inside:
-                buf.append(line)
-            else:
-                out.append(line)
-        if inside:  # an unclosed block stays as text for the author to see, and is an error
-            self.state.problems.append(MathProblem("$$", "unclosed $$: the display math opened here is never "
-                                                         "closed (a line with only $$ closes it)"))
-            out.extend(["$$", *buf])
-        return out
-
-
-_INLINE_MATH = r"(?<![\\$\w])\$(?!\s)([^$\n]+?)(?<!\s)\$(?![\w$])"
-
-
-class _InlineMath(InlineProcessor):
-    def __init__(self, pattern, md, state: _MathState):
-        super().__init__(pattern, md)
-        self.state = state
-
-    def handleMatch(self, m, data):
-        return self.state.token(unescape(m.group(1)), display=False), m.start(0), m.end(0)
-
-
-class _LoneDollars(Treeprocessor):
-    """A ``$`` left in the text after math was taken out opens math that nothing closes. (Escaped
-    ``\\$`` and code are still stashed away at this point, so they are not seen.)"""
-
-    def __init__(self, md, state: _MathState):
-        super().__init__(md)
-        self.state = state
-
-    def run(self, root):
-        code = {id(e) for pre in root.iter("pre") for e in pre.iter()} | {id(e) for e in root.iter("code")}
-        for element in root.iter():
-            for text in ((element.text if id(element) not in code else None), element.tail):
-                for m in _LONE_DOLLAR.finditer(text or ""):
-                    needle = text[m.start():m.start() + 40].split("\n", 1)[0]
-                    self.state.problems.append(MathProblem(needle, "unclosed $: nothing closes the math this "
-                                                                   "'$' starts (write \\$ for a dollar sign)"))
-
-
-_LONE_DOLLAR = re.compile(r"(?<![\\$\w])\$(?=[^\s$])")
-
-
 class _Links(Treeprocessor):
     def __init__(self, md, links: list[str]):
         super().__init__(md)
@@ -394,18 +166,14 @@ class _Links(Treeprocessor):
 
 
 class _Extension(Extension):
-    def __init__(self, state: _MathState, links: list[str]):
+    def __init__(self, state: MathState, links: list[str]):
         super().__init__()
         self.state = state
         self.links = links
 
     def extendMarkdown(self, md):
-        md.ESCAPED_CHARS.append("$")  # \$ writes a dollar sign, not math
-        md.preprocessors.register(_DisplayMath(md, self.state), "display_math", 20)
-        # Below backticks (190) so `$x$` inside code stays code.
-        md.inlinePatterns.register(_InlineMath(_INLINE_MATH, md, self.state), "inline_math", 185)
+        add_math(md, self.state)
         md.treeprocessors.register(_Links(md, self.links), "collect_links", 0)
-        md.treeprocessors.register(_LoneDollars(md, self.state), "lone_dollars", 1)
 
 
 def slugify(value: str, separator: str = "-") -> str:
@@ -420,12 +188,12 @@ _local = threading.local()
 _CODEHILITE = {"css_class": "codehilite", "guess_lang": False, "use_pygments": True}
 
 
-def _converter() -> tuple[markdown.Markdown, _MathState, list[str]]:
+def _converter() -> tuple[markdown.Markdown, MathState, list[str]]:
     """One Markdown instance per thread, reset between documents: building one costs more
     than converting a short answer, and a build converts thousands of them."""
     cached = getattr(_local, "converter", None)
     if cached is None:
-        state, links = _MathState(), cast(list[str], [])
+        state, links = MathState(), cast(list[str], [])
         md = markdown.Markdown(
             extensions=["fenced_code", "tables", "sane_lists", "codehilite", "toc", _Extension(state, links)],
             extension_configs={
@@ -470,7 +238,7 @@ def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
     if reserved:
         raise MarkdownLimit(reserved.start(), f"the private-use character U+{ord(reserved.group()):04X} is reserved "
                                               "for the generator's own use; remove it")
-    state, links = _MathState(), cast(list[str], [])
+    state, links = MathState(), cast(list[str], [])
     html = _simple_markdown(source, state, links)
     if html is None:
         md, state, links = _converter()
@@ -485,8 +253,8 @@ def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
         html = re.sub("<p>\\s*(\ue000math(\\d+)\ue001)\\s*</p>",
                       lambda m: m.group(1) if state.pieces[int(m.group(2))].startswith("<div") else m.group(0), html)
     if state.pieces:
-        html = _MATH_TOKEN_RE.sub(lambda m: state.pieces[int(m.group(1))], html)
-    html = _clean(html)
+        html = MATH_TOKEN_RE.sub(lambda m: state.pieces[int(m.group(1))], html)
+    html = clean_html(html)
     if resolve_link is not None and 'href="' in html:
         def rewrite(m: re.Match) -> str:
             href = unescape(m.group(1))
@@ -521,13 +289,13 @@ _HEADING = re.compile(r"(#{1,5}) ([^#]*[^#\s])")
 _LIST_ITEM = {"ol": re.compile(r"\d+\.[ ]+(\S.*)"), "ul": re.compile(r"[*+-][ ]+(\S.*)")}
 _CONTINUATION = re.compile(r"[ ]{1,3}(\S.*)")
 _CODE_SPAN = re.compile(r"`([^`]*)`")
-_MATH_SPAN = re.compile(_INLINE_MATH)
+_MATH_SPAN = re.compile(INLINE_MATH)
 _LINK_SPAN = re.compile(r"\[([^\[\]]+)\]\(([A-Za-z0-9_./#:-]+)\)")
 _DELIMITERS = re.compile(r"\*+")
 _STASHED = re.compile("\x02(\\d+)\x03")
 
 
-def _simple_markdown(source: str, state: _MathState, links: list[str]) -> str | None:
+def _simple_markdown(source: str, state: MathState, links: list[str]) -> str | None:
     """``md.convert(source)`` for simple Markdown (see above), or None to use the converter."""
     if (not source.strip() or _CONTROL.search(source) or "~~~" in source
             or ((" \n" in source or source.endswith(" ")) and _SPACES_LINE.search(source))):
@@ -632,7 +400,7 @@ def _fenced_code(opening: str, code: str) -> str:
     return highlighter.html(code, opening[3:].removeprefix(".") or None)
 
 
-def _simple_paragraph(text: str, state: _MathState, links: list[str]) -> str | None:
+def _simple_paragraph(text: str, state: MathState, links: list[str]) -> str | None:
     """One paragraph's inline Markdown as HTML, as Python-Markdown's inline parser makes it: one
     kind of span after the other over the whole text (code, math, links, emphasis), each span
     taken replaced by a placeholder that later kinds do not look into."""
@@ -708,14 +476,7 @@ def _escape_text(text: str) -> str:
 
 _RESERVED = re.compile("[\ue000\ue001]")  # the math placeholder's delimiters
 _MATH_ELEMENT = re.compile(r"<math[\s>].*?</math>", re.S)
-_ALL_ATTRIBUTES = {**_ATTRIBUTES, **{tag: set(_MATHML_ATTRIBUTES["*"]) | _MATHML_ATTRIBUTES.get(tag, set())
-                                     for tag in _MATHML_TAGS}}
-
-
-_clean = _sanitiser(tags=_TAGS | _MATHML_TAGS, attributes=_ALL_ATTRIBUTES, url_schemes=_URL_SCHEMES,
-                    link_rel="noopener noreferrer")
-
-
+_WHITESPACE_SPAN = re.compile(r'<span class="w">(\s*)</span>')
 def escape_attr(value: str) -> str:
     return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
 
@@ -733,5 +494,5 @@ def plain_text(html: str) -> str:
         text = "".join(parts)
     except expat.ExpatError:
         text = re.sub(r"<[^>]+>", " ", html)
-    text = _MATH_TOKEN_RE.sub("", unescape(text))
+    text = MATH_TOKEN_RE.sub("", unescape(text))
     return re.sub(r"\s+", " ", text).strip()

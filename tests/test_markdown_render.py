@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from generator import markdown_render
 from generator.markdown_render import render_markdown
+from generator.mathml import MATH_TOKEN_RE, MathState
 
 
 def test_code_is_highlighted_with_classes_not_styles():
@@ -232,11 +233,13 @@ def test_dollars_and_braces_that_are_not_mistakes(source, html):
 def test_the_reusable_sanitiser_gives_what_nh3_clean_gives(html):
     import nh3
 
-    policy = dict(tags=markdown_render._TAGS | markdown_render._MATHML_TAGS, url_schemes=markdown_render._URL_SCHEMES,
-                  attributes=markdown_render._ALL_ATTRIBUTES, link_rel="noopener noreferrer")
-    assert markdown_render._clean(html) == nh3.clean(html, **policy)
-    mathml_policy = dict(tags=markdown_render._MATHML_TAGS, attributes=markdown_render._MATHML_ATTRIBUTES)
-    assert markdown_render._clean_mathml(html) == nh3.clean(html, **mathml_policy)
+    from generator import sanitise
+
+    policy = dict(tags=sanitise.HTML_TAGS | sanitise.MATHML_TAGS, url_schemes=sanitise.URL_SCHEMES,
+                  attributes=sanitise.ALL_ATTRIBUTES, link_rel="noopener noreferrer")
+    assert sanitise.clean_html(html) == nh3.clean(html, **policy)
+    mathml_policy = dict(tags=sanitise.MATHML_TAGS, attributes=sanitise.MATHML_ATTRIBUTES)
+    assert sanitise.clean_mathml(html) == nh3.clean(html, **mathml_policy)
 
 
 _INLINE = st.sampled_from(
@@ -275,7 +278,7 @@ def test_simple_markdown_shortcut_gives_what_the_converter_gives(source):
     "- $\\frac{1}{$ first\n\nThen $\\sqrt{$ second\n\n1. $\\left($ third",
 ])
 def test_simple_markdown_shortcut_is_taken_and_exact(source, monkeypatch):
-    assert markdown_render._simple_markdown(source, markdown_render._MathState(), []) is not None
+    assert markdown_render._simple_markdown(source, MathState(), []) is not None
     fast, slow = _with_and_without_shortcuts(source)
     assert fast == slow
 
@@ -287,7 +290,7 @@ def test_simple_markdown_shortcut_is_taken_and_exact(source, monkeypatch):
     "```\nb\n```\nc", "```\n```", "> quote",
 ])
 def test_simple_markdown_shortcut_declines_what_it_does_not_know(source):
-    assert markdown_render._simple_markdown(source, markdown_render._MathState(), []) is None
+    assert markdown_render._simple_markdown(source, MathState(), []) is None
 
 
 @pytest.mark.parametrize("html", [
@@ -302,7 +305,7 @@ def test_plain_text_reads_what_elementtree_reads(html):
         text = "".join(etree.fromstring(f"<div>{html}</div>").itertext())
     except etree.ParseError:
         text = markdown_render.re.sub(r"<[^>]+>", " ", html)
-    text = markdown_render._MATH_TOKEN_RE.sub("", markdown_render.unescape(text))
+    text = MATH_TOKEN_RE.sub("", markdown_render.unescape(text))
     assert markdown_render.plain_text(html) == markdown_render.re.sub(r"\s+", " ", text).strip()
 
 
