@@ -67,13 +67,13 @@ def _without_highlighter() -> None:
 def _without_simple_markdown() -> None:
     from generator import markdown_render
 
-    markdown_render._simple_markdown = lambda source, state, links: None
+    markdown_render.simple_markdown = lambda source, state, links: None
 
 
 def _without_plain_paragraph() -> None:
     from generator import markdown_render
 
-    markdown_render._plain_paragraph = lambda source: None
+    markdown_render.plain_paragraph = lambda source: None
 
 
 def _without_cache_decoder() -> None:
@@ -106,9 +106,9 @@ SHADOWS = {
     "pickling": ("generator/pickling.py: records pickled as the call that makes them", _without_pickling),
     "highlight": ("generator/highlight.py: codehilite's highlighting, its lexer and formatter kept",
                   _without_highlighter),
-    "simple-markdown": ("markdown_render._simple_markdown: plain Markdown written without Python-Markdown "
+    "simple-markdown": ("markdown_fast.simple_markdown: plain Markdown written without Python-Markdown "
                         "(with highlight.py, its only user)", _without_simple_markdown),
-    "plain-paragraph": ("markdown_render._plain_paragraph: a one-line text of no markup as <p>",
+    "plain-paragraph": ("markdown_fast.plain_paragraph: a one-line text of no markup as <p>",
                         _without_plain_paragraph),
     "cache-decoder": ("cache._decode_saved: real-heads.json decoded by NumPy from its bytes (and so the "
                       "EncodedArray texts)", _without_cache_decoder),

@@ -25,7 +25,8 @@ from typing import Callable, Collection
 
 from generator.errors import ContentError, Diagnostic, Diagnostics, SiteError, did_you_mean, display_path
 from generator.kinds import LabKind, get_kind, kind_names
-from generator.markdown_render import MarkdownLimit, RenderedMarkdown, render_markdown, slugify
+from generator.markdown_render import MarkdownLimit, RenderedMarkdown, render_markdown
+from generator.slug import slugify
 from generator.model import (Card, Content, FaqItem, Lab, LegendItem, Option, Question, Quiz, Section, Site, Topic,
                              quiz_storage_key)
 from generator.source import Reader, YamlDoc, load_yaml, outside_problem, read_text, walk_once

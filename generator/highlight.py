@@ -16,6 +16,10 @@ from pygments.formatters import get_formatter_by_name
 from pygments.lexers import get_lexer_by_name
 
 
+# Our codehilite configuration, the converter's and the shortcut's: classes, not styles; no guessing.
+CODEHILITE = {"css_class": "codehilite", "guess_lang": False, "use_pygments": True}
+
+
 class Highlighter:
     """``codehilite`` with ``config``, for fenced blocks without attributes or hl_lines."""
 

@@ -378,7 +378,8 @@ def _author_facing_parsers(size: int = LINE):  # size: what every input below is
     from generator.content import SLUG_RE, valid_base_url, valid_language
     from generator.kinds.attention.realmodel import parse_relation
     from generator.kinds.attention.widget import find_word, parse_claim
-    from generator.markdown_render import render_markdown, slugify
+    from generator.markdown_render import render_markdown
+    from generator.slug import slugify
 
     spaces = " " * size
 

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator import markdown_render
+from generator.markdown_fast import simple_markdown
 from generator.markdown_render import render_markdown
 from generator.mathml import MATH_TOKEN_RE, MathState
 
@@ -92,12 +93,12 @@ _ALPHABET = st.sampled_from(
 @given(st.lists(_ALPHABET, max_size=14).map("".join))
 def test_plain_text_shortcut_gives_what_the_converter_gives(source):
     fast = render_markdown(source)
-    original = markdown_render._plain_paragraph
-    markdown_render._plain_paragraph = lambda _: None
+    original = markdown_render.plain_paragraph
+    markdown_render.plain_paragraph = lambda _: None  # (Hypothesis runs the test many times: no monkeypatch)
     try:
         slow = render_markdown(source)
     finally:
-        markdown_render._plain_paragraph = original
+        markdown_render.plain_paragraph = original
     assert (fast.html, fast.text, fast.links) == (slow.html, slow.text, slow.links)
 
 
@@ -252,13 +253,13 @@ _INLINE = st.sampled_from(
 
 def _with_and_without_shortcuts(source):
     fast = render_markdown(source, lambda href: "R" if href.startswith("lab:") else None)
-    original = markdown_render._simple_markdown, markdown_render._plain_paragraph
-    markdown_render._simple_markdown = lambda *_: None
-    markdown_render._plain_paragraph = lambda _: None
+    original = markdown_render.simple_markdown, markdown_render.plain_paragraph
+    markdown_render.simple_markdown = lambda *_: None
+    markdown_render.plain_paragraph = lambda _: None
     try:
         slow = render_markdown(source, lambda href: "R" if href.startswith("lab:") else None)
     finally:
-        markdown_render._simple_markdown, markdown_render._plain_paragraph = original
+        markdown_render.simple_markdown, markdown_render.plain_paragraph = original
     return [(r.html, r.text, r.links, [(p.tex, p.message, p.offset) for p in r.math_problems]) for r in (fast, slow)]
 
 
@@ -278,7 +279,7 @@ def test_simple_markdown_shortcut_gives_what_the_converter_gives(source):
     "- $\\frac{1}{$ first\n\nThen $\\sqrt{$ second\n\n1. $\\left($ third",
 ])
 def test_simple_markdown_shortcut_is_taken_and_exact(source, monkeypatch):
-    assert markdown_render._simple_markdown(source, MathState(), []) is not None
+    assert simple_markdown(source, MathState(), []) is not None
     fast, slow = _with_and_without_shortcuts(source)
     assert fast == slow
 
@@ -290,7 +291,7 @@ def test_simple_markdown_shortcut_is_taken_and_exact(source, monkeypatch):
     "```\nb\n```\nc", "```\n```", "> quote",
 ])
 def test_simple_markdown_shortcut_declines_what_it_does_not_know(source):
-    assert markdown_render._simple_markdown(source, MathState(), []) is None
+    assert simple_markdown(source, MathState(), []) is None
 
 
 @pytest.mark.parametrize("html", [
