@@ -15,7 +15,7 @@ compute  ``compute_lab`` (the lab kind's NumPy precomputation and its checks) is
          spec, its own quiz questions, the options, and the bytes of any file it reads).
          Prose, FAQ and ordinary quiz edits never recompute.
 render   when the site settings, the list of labs or the theme changed, every page is rendered
-         again (``Renderer.render_all``); otherwise only the pages of the labs whose content or
+         again (``Renderer.render_site``); otherwise only the pages of the labs whose content or
          payload changed and their neighbours (prev/next), and their topic pages and the index
          when an attribute of a changed lab that those pages read changed (the renderer notes
          what they read: ``Renderer.shown_fields``).
@@ -45,7 +45,7 @@ from generator.errors import BuildError, ContentError, Diagnostic, display_path
 from generator.kinds import get_kind
 from generator.links import LinkChecker, PageLinks, page_links
 from generator.model import Content, Lab
-from generator.pipeline import compute_lab, finish_site, kinds_of, load_lab, render_lab
+from generator.pipeline import RenderedLab, compute_lab, finish_site, kinds_of, load_lab, render_lab
 from generator.render import Renderer, source_date
 from generator.theme import Theme
 
@@ -301,7 +301,7 @@ class SiteBuilder:
         self._rendered = rendered
         return rendered, changed, len(pages) + len(topics) + shown
 
-    def _render_lab(self, renderer: Renderer, index: int, payloads: dict[str, dict]):
+    def _render_lab(self, renderer: Renderer, index: int, payloads: dict[str, dict]) -> RenderedLab:
         made = render_lab(renderer, index, payloads[renderer.content.labs[index].slug])
         for warning in made.warnings:
             self.report(warning)
