@@ -101,21 +101,23 @@ def _without_numbers_text() -> None:
     numbers._json_texts = lambda rounded, values, strings, lengths, missed, shapes, sizes, ends: [None] * len(shapes)
 
 
-# Each hand-written stand-in for a library's path, and the swap that puts the library's path back.
+# Each hand-written stand-in for a library's path, the swap that puts the library's path back, and
+# the stages it acts in (what it saves is counted there alone: the other stages' noise left out).
 SHADOWS = {
-    "pickling": ("generator/pickling.py: records pickled as the call that makes them", _without_pickling),
+    "pickling": ("generator/pickling.py: records pickled as the call that makes them", _without_pickling,
+                 ("pickling",)),
     "highlight": ("generator/highlight.py: codehilite's highlighting, its lexer and formatter kept",
-                  _without_highlighter),
+                  _without_highlighter, ("loading",)),
     "simple-markdown": ("markdown_fast.simple_markdown: plain Markdown written without Python-Markdown "
-                        "(with highlight.py, its only user)", _without_simple_markdown),
+                        "(with highlight.py, its only user)", _without_simple_markdown, ("loading",)),
     "plain-paragraph": ("markdown_fast.plain_paragraph: a one-line text of no markup as <p>",
-                        _without_plain_paragraph),
+                        _without_plain_paragraph, ("loading",)),
     "cache-decoder": ("cache._decode_saved: real-heads.json decoded by NumPy from its bytes (and so the "
-                      "EncodedArray texts)", _without_cache_decoder),
+                      "EncodedArray texts)", _without_cache_decoder, ("computing", "rendering")),
     "encoded-array": ("helpers.EncodedArray: the decoded real heads written into pages as their text",
-                      _without_encoded_array),
+                      _without_encoded_array, ("computing", "rendering")),
     "numbers": ("numbers.Numbers + helpers.JSONText: rounded numbers carrying their JSON text",
-                _without_numbers_text),
+                _without_numbers_text, ("computing", "rendering")),
 }
 
 
@@ -201,14 +203,17 @@ def _whole(spent: Counter) -> float:
 
 
 def shadow_table(args: argparse.Namespace) -> None:
-    """Run the labs as they are and without each stand-in, interleaved, ``args.shadow`` times.
+    """Run the labs as they are and without each stand-in (or those of ``args.only``), interleaved,
+    ``args.shadow`` times.
 
-    A lab's CPU is the sum over its stages of each stage's least CPU over the runs: load from
-    elsewhere only ever adds CPU time (caches shared with other processes), so the least of several
-    runs is the steadiest estimate of each stage; the medians of the runs' totals are printed too."""
+    What a stand-in saves is counted in the stages it acts in, each stage's least CPU over the runs
+    without it less the least as it is: load from elsewhere only ever adds CPU time (caches shared
+    with other processes), so the least of several runs is the steadiest estimate of a stage. A
+    lab's CPU is the sum of every stage's least."""
     heads = bench_build.HeadsCache(args.heads_cache, args.model)
     print(f"{os.cpu_count()} cores; load average at start: {bench_build.loadavg()}", flush=True)
-    runs: dict[str, list[dict[str, float]]] = {name: [] for name in ("", *SHADOWS)}
+    chosen = [name for name in SHADOWS if not args.only or name in args.only]
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in ("", *chosen)}
     digests: dict[str, set[str]] = {name: set() for name in runs}
     with tempfile.TemporaryDirectory(prefix="bench-shadow-") as tmp:
         content, _ = bench_build.make_content(Path(tmp) / "all", args.labs + 1, args.variants, heads)
@@ -218,29 +223,29 @@ def shadow_table(args: argparse.Namespace) -> None:
                            *(["--swap", name] if name else [])]
                 done = subprocess.run(command, capture_output=True, text=True, check=True)
                 result = json.loads(done.stdout.strip().splitlines()[-1])
-                runs[name].append({k: v for k, v in result["stages"].items() if not k.startswith("computing: ")})
+                runs[name].append(result["stages"])
                 digests[name].add(result["digest"])
                 print(f"  {name or 'as it is'}: {result['ms_per_lab']:.2f} ms per lab", file=sys.stderr, flush=True)
     print(f"load average at end: {bench_build.loadavg()}\n")
 
-    def least(name: str) -> float:
-        return sum(min(run[stage] for run in runs[name]) for stage in runs[name][0])
+    def least(name: str, stage: str) -> float:
+        return min(run[stage] for run in runs[name])
 
-    def median(name: str) -> float:
-        return statistics.median(sum(run.values()) for run in runs[name])
-
-    base, base_median = least(""), median("")
-    print(f"CPU per lab over {args.labs} labs, {args.shadow} interleaved runs each; as it is: {base:.2f} ms "
-          f"(the sum of each stage's least), {base_median:.2f} ms (the median of the runs)\n")
-    print("| stand-in | it saves, ms per lab | share of a lab's CPU | the same from medians | output without it |")
-    print("|---|---:|---:|---:|---|")
-    for name, (what, _) in SHADOWS.items():
-        saved, saved_median = least(name) - base, median(name) - base_median
+    stages_of = [stage for stage in runs[""][0] if not stage.startswith("computing: ")]
+    base = sum(least("", stage) for stage in stages_of)
+    print(f"CPU per lab over {args.labs} labs, {args.shadow} interleaved runs each; a lab as it is: {base:.2f} ms "
+          "(the sum of each stage's least)\n")
+    print("| stand-in | stages it acts in | it saves, ms per lab | share of a lab's CPU | output without it |")
+    print("|---|---|---:|---:|---|")
+    for name in chosen:
+        what, _, acts = SHADOWS[name]
+        stages = [stage for stage in stages_of if stage.startswith(acts)]
+        saved = sum(least(name, stage) - least("", stage) for stage in stages)
         same = "identical" if digests[name] == digests[""] and len(digests[""]) == 1 else "DIFFERENT"
-        print(f"| {what} | {saved:.2f} | {100 * saved / base:.1f} % | {100 * saved_median / base_median:.1f} % | {same} |")
-    print("\nstages, least ms per lab:", json.dumps({name or "as it is": {stage: round(min(run[stage] for run in r), 2)
-                                                                         for stage in r[0]}
-                                                   for name, r in runs.items()}, indent=1))
+        print(f"| {what} | {', '.join(stages)} | {saved:.2f} | {100 * saved / base:.1f} % | {same} |")
+    print("\nstages, least ms per lab:", json.dumps({name or "as it is": {stage: round(least(name, stage), 2)
+                                                                         for stage in stages_of}
+                                                   for name in runs}, indent=1))
 
 
 def _render(renderer, labs, index, payload, page_links) -> dict[str, bytes]:
@@ -262,6 +267,8 @@ def main() -> None:
                     help="measure what each stand-in for a library saves, over RUNS interleaved runs")
     ap.add_argument("--swap", action="append", choices=sorted(SHADOWS), default=[],
                     help="use the library's path instead of this stand-in (repeatable)")
+    ap.add_argument("--only", action="append", choices=sorted(SHADOWS), default=[],
+                    help="with --shadow: measure only this stand-in (repeatable)")
     ap.add_argument("--content", type=Path, help=argparse.SUPPRESS)  # labs made by a --shadow run
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # one line for a --shadow run
     args = ap.parse_args()
