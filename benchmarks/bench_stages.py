@@ -70,12 +70,6 @@ def _without_simple_markdown() -> None:
     markdown_render.simple_markdown = lambda source, state, links: None
 
 
-def _without_plain_paragraph() -> None:
-    from generator import markdown_render
-
-    markdown_render.plain_paragraph = lambda source: None
-
-
 def _without_cache_decoder() -> None:
     from generator.kinds.attention import cache
 
@@ -110,8 +104,6 @@ SHADOWS = {
                   _without_highlighter, ("loading",)),
     "simple-markdown": ("markdown_fast.simple_markdown: plain Markdown written without Python-Markdown "
                         "(with highlight.py, its only user)", _without_simple_markdown, ("loading",)),
-    "plain-paragraph": ("markdown_fast.plain_paragraph: a one-line text of no markup as <p>",
-                        _without_plain_paragraph, ("loading",)),
     "cache-decoder": ("cache._decode_saved: real-heads.json decoded by NumPy from its bytes (and so the "
                       "EncodedArray texts)", _without_cache_decoder, ("computing", "rendering")),
     "encoded-array": ("helpers.EncodedArray: the decoded real heads written into pages as their text",

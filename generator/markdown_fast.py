@@ -1,13 +1,12 @@
 """What Python-Markdown would write for the plain Markdown most of a lab is, written directly.
 
-:func:`plain_paragraph`: one line of text with no markup, which Markdown only wraps in ``<p>``
-(most quiz feedback and FAQ answers). :func:`simple_markdown`: the plain shapes lab prose uses —
+:func:`simple_markdown`: the plain shapes lab prose, quiz feedback and FAQ answers use —
 paragraphs, ``#`` headings of plain text, lists without blank lines between items, fenced code
 between blank lines — whose only inline Markdown is ``*em*``, ``**strong**``, ```code```,
 ``$math$`` and ``[text](url)``. Anything else is declined (None), and the converter
-(:mod:`generator.markdown_render`) does the whole text. Both give exactly what the converter
-gives, which ``tests/test_markdown_render.py`` checks on many generated inputs; what each saves
-of a build is measured in ``docs/benchmarks.md`` ("Stand-ins for a library").
+(:mod:`generator.markdown_render`) does the whole text. It gives exactly what the converter
+gives, which ``tests/test_markdown_render.py`` checks on many generated inputs; what it saves of
+a build is measured in ``docs/benchmarks.md`` ("Stand-ins for a library").
 """
 
 from __future__ import annotations
@@ -22,17 +21,8 @@ from generator.slug import slugify
 
 _local = threading.local()
 
-# Text that Markdown would only wrap in <p>: one line, none of Markdown's or HTML's special
-# characters, no block marker at the start.
+# Text of none of Markdown's or HTML's special characters: a heading's text taken as it is.
 _PLAIN = re.compile(r"[^\\`*_\[\]<>&$|~{}\n\r\t\u00a0\ue000\ue001]*")
-_BLOCK_START = re.compile(r"\s*(?:[#>+=-]|\d+[.)]|$)")
-
-
-def plain_paragraph(source: str) -> str | None:
-    text = source
-    if not _PLAIN.fullmatch(text) or _BLOCK_START.match(text) or text != text.strip():
-        return None
-    return f"<p>{text}</p>"
 
 
 # simple_markdown declines HTML, entities, escapes, tables, quotes, nested or loose lists, and a

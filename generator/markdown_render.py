@@ -26,7 +26,7 @@ from markdown.extensions import Extension
 from markdown.treeprocessors import Treeprocessor
 
 from generator.highlight import CODEHILITE
-from generator.markdown_fast import plain_paragraph, simple_markdown
+from generator.markdown_fast import simple_markdown
 from generator.mathml import MATH_TOKEN_RE, MathProblem, MathState, add_math
 from generator.sanitise import clean_html
 from generator.slug import slugify
@@ -208,9 +208,6 @@ def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
     (return None to leave an href unchanged); problems with links are checked by the caller
     from :attr:`RenderedMarkdown.links`. Raises :class:`MarkdownLimit` for text over the limits."""
     check_limits(source)
-    simple = plain_paragraph(source.strip("\n"))
-    if simple is not None:
-        return RenderedMarkdown(html=simple, text=" ".join(source.split()))
     reserved = _RESERVED.search(source)
     if reserved:
         raise MarkdownLimit(reserved.start(), f"the private-use character U+{ord(reserved.group()):04X} is reserved "

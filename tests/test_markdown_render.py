@@ -91,18 +91,18 @@ _ALPHABET = st.sampled_from(
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_ALPHABET, max_size=14).map("".join))
-def test_plain_text_shortcut_gives_what_the_converter_gives(source):
+def test_short_texts_come_out_of_the_shortcut_as_out_of_the_converter(source):
     fast = render_markdown(source)
-    original = markdown_render.plain_paragraph
-    markdown_render.plain_paragraph = lambda _: None  # (Hypothesis runs the test many times: no monkeypatch)
+    original = markdown_render.simple_markdown
+    markdown_render.simple_markdown = lambda *_: None  # (Hypothesis runs the test many times: no monkeypatch)
     try:
         slow = render_markdown(source)
     finally:
-        markdown_render.plain_paragraph = original
+        markdown_render.simple_markdown = original
     assert (fast.html, fast.text, fast.links) == (slow.html, slow.text, slow.links)
 
 
-def test_plain_text_shortcut_is_taken_for_plain_sentences(monkeypatch):
+def test_the_shortcut_is_taken_for_plain_sentences(monkeypatch):
     monkeypatch.setattr(markdown_render, "_converter", lambda: pytest.fail("converter used for plain text"))
     assert render_markdown("The softmax divides by the total.\n").html == "<p>The softmax divides by the total.</p>"
 
@@ -253,13 +253,12 @@ _INLINE = st.sampled_from(
 
 def _with_and_without_shortcuts(source):
     fast = render_markdown(source, lambda href: "R" if href.startswith("lab:") else None)
-    original = markdown_render.simple_markdown, markdown_render.plain_paragraph
+    original = markdown_render.simple_markdown
     markdown_render.simple_markdown = lambda *_: None
-    markdown_render.plain_paragraph = lambda _: None
     try:
         slow = render_markdown(source, lambda href: "R" if href.startswith("lab:") else None)
     finally:
-        markdown_render.simple_markdown, markdown_render.plain_paragraph = original
+        markdown_render.simple_markdown = original
     return [(r.html, r.text, r.links, [(p.tex, p.message, p.offset) for p in r.math_problems]) for r in (fast, slow)]
 
 
