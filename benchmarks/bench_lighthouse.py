@@ -8,7 +8,7 @@ against the index, the lab page, a topic page and the 404 page, ``--runs`` times
 
 Reported per page: performance score, Total Blocking Time, main-thread work (``mainthread-work-
 breakdown``), max potential input delay, DOM size, and the accessibility, best-practices and SEO
-scores. Targets (issue 12): lab page performance 100, TBT ≤ 50 ms, main-thread work ≤ 0.6 s;
+scores. Targets: lab page performance 100, TBT ≤ 50 ms, main-thread work ≤ 0.6 s;
 TBT ≤ 200 ms at 8× CPU slowdown; accessibility, best practices and SEO 100 on every page.
 
 Lighthouse itself comes from npm and is not a dependency of the project. Install it outside the

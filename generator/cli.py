@@ -122,6 +122,26 @@ def _port(value: str) -> int:
     return port
 
 
+class _NotingGroup:
+    """An argument group that notes the ``dest`` of every option added to it, directly or through a
+    mutually exclusive group of it: the options the kinds add, handed back to them in ``options``."""
+
+    def __init__(self, group, dests: list[str] | None = None):
+        self._group = group
+        self.dests = dests if dests is not None else []
+
+    def add_argument(self, *args, **kwargs) -> argparse.Action:
+        action = self._group.add_argument(*args, **kwargs)
+        self.dests.append(action.dest)
+        return action
+
+    def add_mutually_exclusive_group(self, **kwargs) -> "_NotingGroup":
+        return _NotingGroup(self._group.add_mutually_exclusive_group(**kwargs), self.dests)
+
+    def __getattr__(self, name: str):
+        return getattr(self._group, name)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="labs",
@@ -141,10 +161,10 @@ def parser() -> argparse.ArgumentParser:
                              "theme's, file by file (default: theme/ if there is one)")
 
     def kind_opts(sp):
-        group = sp.add_argument_group("options of lab kinds")
+        group = _NotingGroup(sp.add_argument_group("options of lab kinds"))
         for kind in kinds:
-            kind.add_build_arguments(group)
-        sp.set_defaults(kind_options=tuple(action.dest for action in group._group_actions))
+            kind.add_build_arguments(group)  # type: ignore[arg-type]
+        sp.set_defaults(kind_options=tuple(group.dests))
 
     b = sub.add_parser("build", help="build the site", description="Build the site into a folder, atomically: "
                        "a failed build leaves the previous output untouched.")

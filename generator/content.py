@@ -21,11 +21,12 @@ import re
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Collection
 
 from generator.errors import ContentError, Diagnostic, Diagnostics, SiteError, did_you_mean, display_path
 from generator.kinds import LabKind, get_kind, kind_names
-from generator.markdown_render import MarkdownLimit, RenderedMarkdown, render_markdown, slugify
+from generator.markdown_render import MarkdownLimit, RenderedMarkdown, render_markdown
+from generator.slug import slugify
 from generator.model import (Card, Content, FaqItem, Lab, LegendItem, Option, Question, Quiz, Section, Site, Topic,
                              quiz_storage_key)
 from generator.source import Reader, YamlDoc, load_yaml, outside_problem, read_text, walk_once
@@ -50,7 +51,7 @@ def valid_language(tag: str) -> bool:
     return bool(_LANGUAGE.fullmatch(tag))
 MAX_LAB_NUMBER = 999  # shown as two or three digits ("07") on cards and pages
 LAB_FILES = ("lab.yaml", "faq.yaml", "quiz.yaml")
-QUESTION_KINDS = ("single", "multiple")  # every lab has these; a lab kind may add its own
+QUESTION_TYPES = ("single", "multiple")  # every lab has these; a lab kind may add its own
 LAB_KEYS = ("number", "title", "tagline", "topic", "summary", "gist")  # required of every lab
 LAB_OPTIONAL_KEYS = ("subtitle", "legend", "sections", "cards")
 
@@ -360,9 +361,9 @@ class _Loader:
         return Quiz(tuple(questions), quiz_storage_key(slug, digest))
 
     def question(self, r: Reader, where: tuple, index: int, lab_kind: LabKind, spec, links) -> Question | None:
-        types = QUESTION_KINDS + tuple(lab_kind.question_types)
+        types = QUESTION_TYPES + tuple(lab_kind.question_types)
         value = r.value(where)
-        kind = value.get("type") if isinstance(value, dict) else None
+        qtype = value.get("type") if isinstance(value, dict) else None
         if isinstance(value, dict) and "type" in value:
             written = r.string(where + ("type",), multiline=False)
             if written is not None and written not in types:  # which keys belong depends on the type
@@ -372,17 +373,17 @@ class _Loader:
             if written is None:
                 return None
         common = ("type", "prompt")
-        if kind in lab_kind.question_types:
-            own_required, own_optional = lab_kind.question_keys.get(kind, ((), ()))
+        if qtype in lab_kind.question_types:
+            own_required, own_optional = lab_kind.question_keys.get(qtype, ((), ()))
             m = r.mapping(where, required=common + tuple(own_required), optional=("id", "explanation") + tuple(own_optional))
         else:
             m = r.mapping(where, required=common + ("options",), optional=("id", "explanation"))
         if m is None:
             return None
-        kind = r.string(where + ("type",), multiline=False)
-        if kind not in types:
-            if kind is not None:
-                r.error(where + ("type",), f"unknown question type {kind!r}{did_you_mean(kind, types)}; "
+        qtype = r.string(where + ("type",), multiline=False)
+        if qtype not in types:
+            if qtype is not None:
+                r.error(where + ("type",), f"unknown question type {qtype!r}{did_you_mean(qtype, types)}; "
                         f"labs of kind {lab_kind.name!r} have: {', '.join(types)}")
             return None
         qid = r.string(where + ("id",), required=False, multiline=False) or f"q{index + 1}"
@@ -393,13 +394,13 @@ class _Loader:
         if prompt is None:
             return None
         explanation_html = explanation.html if explanation else ""
-        if kind in lab_kind.question_types:
+        if qtype in lab_kind.question_types:
             if spec is None:  # lab.yaml has mistakes (reported there); the kind cannot check this
                 return None
-            own = lab_kind.read_question(r, where, kind, qid, spec)
+            own = lab_kind.read_question(r, where, qtype, qid, spec)
             if own is None:
                 return None
-            return Question(qid, kind, prompt.html, prompt.text, tuple(own.options), explanation_html,
+            return Question(qid, qtype, prompt.html, prompt.text, tuple(own.options), explanation_html,
                             data=own.data, match=own.match)
         options = []
         unreadable = False  # an option with a mistake of its own: its count errors would only echo it
@@ -427,14 +428,14 @@ class _Loader:
                 r.error(where + ("options",), "a question needs at least two options")
             if n_correct == 0:
                 r.error(where + ("options",), "no option is marked 'correct: true'")
-            if kind == "single" and n_correct > 1:
+            if qtype == "single" and n_correct > 1:
                 r.error(where + ("options",), f"a single-choice question has exactly one correct option, "
                         f"found {n_correct}; use type: multiple for several")
         texts = [o.text for o in options]
         for j, o in enumerate(options):
             if texts.count(o.text) > 1 and texts.index(o.text) != j:
                 r.error(where + ("options", j, "text"), f"duplicate option {o.text!r}")
-        return Question(qid, kind, prompt.html, prompt.text, tuple(options), explanation_html)
+        return Question(qid, qtype, prompt.html, prompt.text, tuple(options), explanation_html)
 
 
 def _unwrap_p(html: str) -> str:
@@ -597,7 +598,7 @@ def load_content_partial(root: Path, map_labs: Callable = map) -> tuple[Content,
 STATIC_DIR = "static"  # content/static/: copied into the site's root as it is
 
 
-def static_files(root: Path, generated: Mapping[str, bytes]) -> dict[str, bytes]:
+def static_files(root: Path, generated: Collection[str]) -> dict[str, bytes]:
     """The files of ``content/static/`` by their path in the site (CNAME, .nojekyll, images),
     read as they are. A path the build generates itself, or a symbolic link out of content/,
     is an error naming the file."""

@@ -1,10 +1,10 @@
 """Incremental builds for ``labs serve``: the site a full build makes, redoing only what changed.
 
-:func:`generator.build.build_files` loads every lab, computes every lab and renders every
-page. :class:`SiteBuilder` runs the same per-lab functions (``load_site``, ``load_lab``,
-``assemble``, ``compute_lab``, ``Renderer.lab_files``) but keeps their results and, told which
-files changed, redoes the least work that still gives byte-for-byte the same files
-(``tests/test_serve.py`` checks this against ``build_files``):
+``labs build`` runs the stages of :mod:`generator.pipeline` over every lab. :class:`SiteBuilder`
+runs the same stage functions (``load_site``, ``load_lab``, ``compute_lab``, ``render_lab``,
+``Renderer.render_site``, the link checker, ``finish_site``) but keeps their results and, told
+which files changed, redoes the least work that still gives byte-for-byte the same files
+(``tests/test_serve.py`` checks this against a full build):
 
 load     ``site.yaml`` is read again when it or the list of lab folders changed. A lab is kept
          with a SHA-256 of every file in its folder, the topic slugs it was validated against
@@ -15,12 +15,13 @@ compute  ``compute_lab`` (the lab kind's NumPy precomputation and its checks) is
          spec, its own quiz questions, the options, and the bytes of any file it reads).
          Prose, FAQ and ordinary quiz edits never recompute.
 render   when the site settings, the list of labs or the theme changed, every page is rendered
-         again (``Renderer.render_all``); otherwise only the pages of the labs whose content or
+         again (``Renderer.render_site``); otherwise only the pages of the labs whose content or
          payload changed and their neighbours (prev/next), and their topic pages and the index
          when an attribute of a changed lab that those pages read changed (the renderer notes
          what they read: ``Renderer.shown_fields``).
-links    a page is parsed only when its bytes changed, and its links are checked again only
-         when it changed or a page it links to gained or lost an id.
+links    a lab page's links are collected when it is rendered, the other pages' when their
+         bytes changed; one :class:`~generator.links.LinkChecker` checks a page again only when
+         its links changed or a page it links to gained or lost an id.
 
 A failed run raises what a full build would raise (ContentError / BuildError); the caches
 survive it, so fixing the file costs one lab's work, not a full build.
@@ -33,26 +34,20 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from generator import build as pipeline
 from generator.buildcache import digest_files as _digest, files_under as _files_under
-from generator.content import (
-    RecordingLinkTargets as _Recording,
-    SiteSource,
-    assemble,
-    lab_folders,
-    load_lab,
-    load_site,
-    static_files,
-)
+from generator.content import SiteSource, assemble, lab_folders, load_site
 from generator.errors import BuildError, ContentError, Diagnostic, display_path
 from generator.kinds import get_kind
+from generator.links import LinkChecker, PageLinks, page_links
 from generator.model import Content, Lab
-from generator.render import Renderer, Theme, source_date
+from generator.pipeline import RenderedLab, compute_lab, finish_site, kinds_of, load_lab, render_lab
+from generator.render import Renderer, source_date
+from generator.theme import Theme
 
 log = logging.getLogger(__name__)
 
@@ -90,28 +85,12 @@ class _Rendered:
     labs: dict[str, tuple[Lab, str]]  # slug -> (lab, compute key)
     lab_files: dict[str, tuple[str, ...]]  # slug -> output paths of its page and data
     files: dict[str, bytes]  # without the build marker
+    links: dict[str, PageLinks]  # of every page in files
     shown: frozenset[str]  # the attributes of a lab the index and topic pages read (Renderer.shown_fields)
 
 
-@dataclass
-class _PageLinks:
-    data: bytes
-    ids: frozenset[str]
-    hrefs: tuple[str, ...]
-    targets: frozenset[str] = frozenset()
-    problems: tuple[Diagnostic, ...] = ()
-
-
-def _load_recording(source: SiteSource, slug: str) -> tuple[Lab | None, tuple[Diagnostic, ...], dict[str, str | None]]:
-    """:func:`load_lab`, plus the link checks it made and their answers (module level: it may
-    run in a worker process)."""
-    recording = _Recording(source.links.labs, source.links.topics)
-    lab, diagnostics = load_lab(replace(source, links=recording), slug)
-    return lab, diagnostics, recording.asked
-
-
 def _compute_key(lab: Lab, options: Mapping[str, Any]) -> str:
-    """A content hash of everything :func:`generator.build.compute_lab` reads for ``lab``, as
+    """A content hash of everything :func:`generator.pipeline.compute_lab` reads for ``lab``, as
     its kind declares it (:meth:`generator.kinds.LabKind.compute_inputs`)."""
     data, files = get_kind(lab.kind).compute_inputs(lab, options)
     h = hashlib.sha256(lab.kind.encode() + b"\0" + data)
@@ -144,9 +123,7 @@ class SiteBuilder:
         self._theme: Theme | None = None
         self._theme_digest: str | None = None
         self._rendered: _Rendered | None = None
-        self._links: dict[str, _PageLinks] = {}
-        self._linkers: dict[str, set[str]] = {}  # target page -> pages that link to it
-        self._link_keys: frozenset[str] = frozenset()
+        self._links = LinkChecker()
         self._last_good: dict[str, bytes] = {}
 
     # -- what changed -----------------------------------------------------------------
@@ -208,16 +185,16 @@ class SiteBuilder:
             digest, entry = self._cached_lab(source, slug, topics, slugs_touched is None or slug in slugs_touched)
             if entry is None:
                 todo.append((slug, digest))
-        loaded = map_labs(partial(_load_recording, source), [slug for slug, _ in todo]) if todo else ()
-        for (slug, digest), (lab, diagnostics, asked) in zip(todo, loaded):
-            self._labs[slug] = _LabEntry(digest, topics, asked, lab, diagnostics)
+        loaded = map_labs(partial(load_lab, source), [slug for slug, _ in todo]) if todo else ()
+        for (slug, digest), lab in zip(todo, loaded, strict=True):
+            self._labs[slug] = _LabEntry(digest, topics, lab.asked, lab.lab, lab.diagnostics)
         entries = [self._labs[slug] for slug in source.order]
         return assemble(source, [(e.lab, e.diagnostics) for e in entries]), entries
 
     # -- compute ----------------------------------------------------------------------
     def _compute(self, entries: list[_LabEntry],
                  map_labs: Callable) -> tuple[dict[str, dict], dict[str, str], list[str]]:
-        """Every lab's payload, calling :func:`generator.build.compute_lab` only on cache misses.
+        """Every lab's payload, calling :func:`generator.pipeline.compute_lab` only on cache misses.
         Returns payloads and compute keys by slug, and the slugs computed."""
         labs = [(e, e.lab) for e in entries if e.lab is not None]  # assemble() has raised for the others
         fresh = [(e, lab) for e, lab in labs if e.payload is None]
@@ -227,9 +204,9 @@ class SiteBuilder:
         for entry, lab in fresh:
             if entry.compute_key not in self._computed:
                 misses.setdefault(entry.compute_key, lab)  # identical labs compute once
-        compute = partial(pipeline.compute_lab, options=self.options)
+        compute = partial(compute_lab, options=self.options)
         results = map_labs(compute, list(misses.values())) if misses else ()
-        for key, computed in zip(misses, results):
+        for key, computed in zip(misses, results, strict=True):
             for note in computed.notes:
                 self.report(f"note: {note}")
             self._computed[key] = (computed.payload, tuple(computed.problems))
@@ -250,7 +227,7 @@ class SiteBuilder:
 
     # -- render -----------------------------------------------------------------------
     def _load_theme(self, rescan: bool, content: Content) -> tuple[Theme, str]:
-        kinds = pipeline.kinds_of(content)
+        kinds = kinds_of(content)
         names = tuple(k.name for k in kinds)
         if (self._theme is not None and self._theme_digest is not None and not rescan
                 and tuple(k.name for k in self._theme.kinds) == names):
@@ -268,29 +245,28 @@ class SiteBuilder:
         return self._theme, digest
 
     def _render(self, content: Content, payloads: dict[str, dict], keys: dict[str, str], theme: Theme,
-                theme_digest: str) -> tuple[dict[str, bytes], list[str], int]:
-        """All files, rendering again only pages whose inputs changed: (files, labs changed, pages rendered)."""
+                theme_digest: str) -> tuple[_Rendered, list[str], int]:
+        """All files and their pages' links, rendering again only pages whose inputs changed:
+        (what was rendered, labs changed, pages rendered)."""
         labs = content.labs
         key = (content.site, tuple(lab.slug for lab in labs), theme_digest, self.base_url, source_date())
-        renderer = Renderer(content, theme, payloads, self.base_url)
+        renderer = Renderer(content, theme, self.base_url)
         previous = self._rendered
         self._rendered = None  # until this render completes
         inputs = {lab.slug: (lab, keys[lab.slug]) for lab in labs}
         if previous is None or previous.key != key:
-            files = renderer.render_all()
-            for warning in renderer.warnings:
-                self.report(warning)
-            lab_files: dict[str, list[str]] = {lab.slug: [] for lab in labs}
-            for path in files:
-                if path.startswith("labs/"):
-                    lab_files[path.split("/")[1]].append(path)
+            made = [self._render_lab(renderer, i, payloads) for i in range(len(labs))]
+            files = renderer.render_site({lab.slug: m.files for lab, m in zip(labs, made, strict=True)})
+            links = {path: page for m in made for path, page in m.links.items()}
+            links.update({path: page_links(data.decode("utf-8")) for path, data in files.items()
+                          if path.endswith(".html") and path not in links})
             changed = [lab.slug for lab in labs if previous is None or previous.labs.get(lab.slug) != inputs[lab.slug]]
-            rendered = sum(p.endswith(".html") for p in files)
-            self._rendered = _Rendered(key, inputs, {s: tuple(p) for s, p in lab_files.items()}, files,
-                                       frozenset(renderer.shown_fields))
-            return files, changed, rendered
+            rendered = _Rendered(key, inputs, {lab.slug: tuple(m.files) for lab, m in zip(labs, made, strict=True)},
+                                 files, links, frozenset(renderer.shown_fields))
+            self._rendered = rendered
+            return rendered, changed, sum(p.endswith(".html") for p in files)
         changed = [lab.slug for lab in labs if previous.labs[lab.slug] != inputs[lab.slug]]
-        files = dict(previous.files)
+        files, links = dict(previous.files), dict(previous.links)
         lab_files_now = dict(previous.lab_files)
         index = {lab.slug: i for i, lab in enumerate(labs)}
         pages: set[int] = set()
@@ -303,68 +279,33 @@ class SiteBuilder:
             lab = labs[i]
             for path in lab_files_now[lab.slug]:
                 del files[path]
-            made = renderer.lab_files(lab, labs[i - 1] if i > 0 else None, labs[i + 1] if i + 1 < len(labs) else None)
-            files.update(made)
-            lab_files_now[lab.slug] = tuple(made)
+                links.pop(path, None)
+            made = self._render_lab(renderer, i, payloads)
+            files.update(made.files)
+            links.update(made.links)
+            lab_files_now[lab.slug] = tuple(made.files)
         # The index and topic pages read a few things of each lab (its card): unless one of those
         # changed, they would come out the same, and are kept as they are.
         shown = any(getattr(previous.labs[slug][0], field, None) != getattr(inputs[slug][0], field, None)
                     for slug in changed for field in previous.shown)
         if not shown:
             topics = set()
-        for topic in content.site.topics:
-            if topic.slug in topics:
-                files[f"topics/{topic.slug}/index.html"] = renderer.render_topic(topic)
+        again = {f"topics/{topic.slug}/index.html": renderer.render_topic(topic)
+                 for topic in content.site.topics if topic.slug in topics}
         if shown:
-            files["index.html"] = renderer.render_index()
-        for warning in renderer.warnings:
+            again["index.html"] = renderer.render_index()
+        for path, data in again.items():
+            if files.get(path) != data:
+                files[path], links[path] = data, page_links(data.decode("utf-8"))
+        rendered = _Rendered(key, inputs, lab_files_now, files, links, previous.shown | renderer.shown_fields)
+        self._rendered = rendered
+        return rendered, changed, len(pages) + len(topics) + shown
+
+    def _render_lab(self, renderer: Renderer, index: int, payloads: dict[str, dict]) -> RenderedLab:
+        made = render_lab(renderer, index, payloads[renderer.content.labs[index].slug])
+        for warning in made.warnings:
             self.report(warning)
-        self._rendered = _Rendered(key, inputs, lab_files_now, files, previous.shown | renderer.shown_fields)
-        return files, changed, len(pages) + len(topics) + shown
-
-    # -- links ------------------------------------------------------------------------
-    def _check_links(self, files: dict[str, bytes], content: Content) -> None:
-        """:func:`generator.build.link_problems`' checks, parsing and checking only what may have changed."""
-        pages = {p: d for p, d in files.items() if p.endswith(".html")}
-        ids_changed: set[str] = set(self._links) ^ set(pages)
-        recheck: set[str] = set()
-        for gone in set(self._links) - set(pages):
-            del self._links[gone]
-        for path, data in pages.items():
-            old = self._links.get(path)
-            if old is not None and (old.data is data or old.data == data):
-                continue
-            ids, hrefs = pipeline.anchors(data.decode("utf-8"))
-            if old is None or old.ids != ids:
-                ids_changed.add(path)
-            self._links[path] = _PageLinks(data, frozenset(ids), tuple(hrefs))
-            recheck.add(path)
-        keys = frozenset(files)
-        if keys != self._link_keys:
-            recheck = set(pages)
-            self._link_keys = keys
-        for target in ids_changed:
-            recheck |= self._linkers.get(target, set())
-        for path in recheck:
-            if path not in self._links or path == "404.html":
-                continue
-            page = self._links[path]
-            for target in page.targets:
-                self._linkers.get(target, set()).discard(path)
-            page.targets, page.problems = self._page_problems(path, page, files, content)
-            for target in page.targets:
-                self._linkers.setdefault(target, set()).add(path)
-        problems = [d for page in self._links.values() for d in page.problems]
-        if problems:
-            raise ContentError(problems)
-
-    def _page_problems(self, path: str, page: _PageLinks, files: dict[str, bytes],
-                       content: Content) -> tuple[frozenset[str], tuple[Diagnostic, ...]]:
-        """:func:`generator.build.page_link_problems` against the pages known so far."""
-        targets, problems = pipeline.page_link_problems(
-            path, page.hrefs, files, lambda t: self._links[t].ids if t in self._links else None, content)
-        problems += pipeline.duplicate_id_problems(path, page.data.decode("utf-8"), content)
-        return targets, tuple(problems)
+        return made
 
     # -- the whole run ----------------------------------------------------------------
     def rebuild(self, changed: Iterable[Path | str] | None = None, map_labs: Callable = map) -> Rebuild:
@@ -379,14 +320,21 @@ class SiteBuilder:
         content, entries = self._load(site_touched, slugs_touched, map_labs)
         payloads, keys, computed = self._compute(entries, map_labs)
         theme, theme_digest = self._load_theme(theme_touched, content)
-        pages, labs_changed, rendered = self._render(content, payloads, keys, theme, theme_digest)
-        self._check_links(pages, content)
-        files = dict(pages)
-        files[pipeline.MARKER] = pipeline.MARKER_TEXT
-        files.update(static_files(self.content_dir, files))  # content/static/, as it is
+        rendered, labs_changed, pages = self._render(content, payloads, keys, theme, theme_digest)
+        problems = self._links.check(rendered.links, rendered.files, content)
+        if problems:
+            raise ContentError(problems)
+        files = dict(rendered.files)
+        finish_site(files, self.content_dir)
         last = self._last_good
         delta = {p for p, d in files.items() if p not in last or (last[p] is not d and last[p] != d)}
         delta |= set(last) - set(files)
         self._last_good = files
-        return Rebuild(files, content, frozenset(delta), tuple(labs_changed), tuple(computed), rendered,
+        return Rebuild(files, content, frozenset(delta), tuple(labs_changed), tuple(computed), pages,
                        time.perf_counter() - started)
+
+    @property
+    def shown_fields(self) -> frozenset[str]:
+        """The attributes of a lab that the last render's index and topic pages read: an edit of
+        any other attribute renders the lab's own page and its neighbours' only."""
+        return self._rendered.shown if self._rendered is not None else frozenset()

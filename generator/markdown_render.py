@@ -5,11 +5,9 @@ styles), tables, heading ids, and TeX math — ``$…$`` inline and ``$$…$$`` 
 converted to MathML at build time by latex2mathml, so no JavaScript math library is needed.
 
 Sanitising policy: authors may write raw HTML in Markdown, but the rendered HTML always goes
-through nh3 (an allow-list sanitiser) before it reaches a page. Scripts, event-handler
-attributes, ``style`` attributes, iframes, forms and unknown tags are removed; links keep only
-safe schemes and get ``rel="noopener noreferrer"``. MathML is produced by us from the TeX
-source and put in before sanitising, so the sanitiser (with a MathML allow-list) sees the
-final HTML.
+through nh3 (an allow-list sanitiser, :mod:`generator.sanitise`) before it reaches a page. MathML
+is made by :mod:`generator.mathml` from the TeX source and put in before sanitising, so the
+sanitiser (with a MathML allow-list) sees the final HTML.
 
 Internal links use ``lab:SLUG``, ``lab:SLUG#anchor``, ``topic:SLUG`` and ``index:``; they are
 rewritten to relative URLs so the site works from any folder, sub-path or file://.
@@ -19,54 +17,19 @@ from __future__ import annotations
 
 import re
 import threading
-import unicodedata
-from dataclasses import dataclass
-from functools import lru_cache, partial
 from html import unescape
-from typing import Callable, cast
+from typing import cast
 from xml.parsers import expat
 
-import latex2mathml.converter
 import markdown
-import nh3
 from markdown.extensions import Extension
-from markdown.inlinepatterns import InlineProcessor
-from markdown.preprocessors import Preprocessor
 from markdown.treeprocessors import Treeprocessor
 
-from generator.highlight import Highlighter
-
-_MATH_TOKEN = "\ue000math{}\ue001"
-_MATH_TOKEN_RE = re.compile("\ue000math(\\d+)\ue001")
-
-_TAGS = set(nh3.ALLOWED_TAGS) - {"map", "area", "center", "strike", "tt", "acronym"}
-_ATTRIBUTES = {
-    "a": {"href", "title"},
-    "abbr": {"title"},
-    "img": {"src", "alt", "title", "width", "height"},
-    "td": {"colspan", "rowspan", "align"},
-    "th": {"colspan", "rowspan", "align", "scope"},
-    "ol": {"start"},
-    "details": {"open"},
-    "code": {"class"},
-    "pre": {"class"},
-    "span": {"class"},
-    "div": {"class"},
-    "h2": {"id"},
-    "h3": {"id"},
-    "h4": {"id"},
-    "h5": {"id"},
-    "h6": {"id"},
-}
-_URL_SCHEMES = {"http", "https", "mailto", "lab", "topic", "index"}
-
-
-def _sanitiser(**policy) -> Callable[[str], str]:
-    """``nh3.clean`` with ``policy``, made once: nh3.clean converts its allow-lists on every call,
-    85 µs of the 90 µs a short answer took. Versions of nh3 without a reusable Cleaner get clean()."""
-    if hasattr(nh3, "Cleaner"):
-        return nh3.Cleaner(**policy).clean
-    return partial(nh3.clean, **policy)
+from generator.highlight import CODEHILITE
+from generator.markdown_fast import simple_markdown
+from generator.mathml import MATH_TOKEN_RE, MathProblem, MathState, add_math
+from generator.sanitise import clean_html
+from generator.slug import slugify
 
 
 # Python-Markdown's inline parser scans from every '[', '(' and '<' to the character that closes
@@ -81,6 +44,38 @@ _TOO_COSTLY = ("this paragraph has too many unclosed or deeply nested brackets (
 _SCANNED = re.compile(r"[\[\]()<>]|\n[ \t]*\n")
 
 
+# Python-Markdown parses a list or quote inside another by recursing, a few calls a level: at the
+# interpreter's default recursion limit it manages some 200 levels. Depth is measured here, before
+# parsing, so that the limit holds whatever the recursion limit is (a library imported along the
+# way may raise it: jedi sets 3,000) and a deep document never reaches the parser.
+MAX_NESTING = 100
+_TOO_DEEP = "lists or quotes are nested too deeply for the Markdown parser; flatten them"
+_CONTAINER = re.compile(r"[ \t]*(?:>|[-*+](?=[ \t]|$)|[0-9]{1,9}[.)](?=[ \t]|$))")
+_FENCE_LINE = re.compile(r"[ \t]*(```|~~~)")
+
+
+def nesting(source: str) -> tuple[int, int]:
+    """How deep lists and quotes nest in ``source`` at most, and the offset of the line where: a
+    line counts each ``>`` and list marker it starts with, and a level for each 4 columns of
+    blanks among them before its text (tabs as 4; the one blank after a marker is the marker's).
+    Fenced code is not counted. Linear time."""
+    deepest, deepest_at, at, fenced = 0, 0, 0, None
+    for line in source.split("\n"):
+        fence = _FENCE_LINE.match(line)
+        if fence and (fenced is None or fence.group(1) == fenced):
+            fenced = fence.group(1) if fenced is None else None
+        elif fenced is None:
+            depth, end = 0, 0
+            while (m := _CONTAINER.match(line, end)) is not None:
+                depth, end = depth + 1, m.end()
+            prefix = line[:len(line) - len(line[end:].lstrip(" \t"))]  # markers and the blanks around them
+            depth += max(0, prefix.count(" ") + 4 * prefix.count("\t") - depth) // 4  # a marker's own blank aside
+            if depth > deepest:
+                deepest, deepest_at = depth, at
+        at += len(line) + 1
+    return deepest, deepest_at
+
+
 class MarkdownLimit(ValueError):
     """Markdown too large or too costly to parse; ``offset`` is where in the source it shows."""
 
@@ -91,10 +86,14 @@ class MarkdownLimit(ValueError):
 
 
 def check_limits(source: str) -> None:
-    """Raise :class:`MarkdownLimit` for text the Markdown parser would take too long over (linear time)."""
+    """Raise :class:`MarkdownLimit` for text the Markdown parser would take too long over, or nest
+    too deeply for it (linear time)."""
     if len(source) > MAX_MARKDOWN_CHARS:
         raise MarkdownLimit(0, f"Markdown text of {len(source):,} characters is over the limit of "
                                f"{MAX_MARKDOWN_CHARS:,}; split it into several files or sections")
+    deepest, at = nesting(source)
+    if deepest > MAX_NESTING:
+        raise MarkdownLimit(at, _TOO_DEEP)
     if (source.count("[") + source.count("(") + source.count("<")) * len(source) > MAX_SCAN_CHARS:
         _check_scans(source)  # (else each opening bracket is scanned once, over less than the whole text)
 
@@ -132,13 +131,6 @@ def _check_scans(source: str) -> None:
         raise MarkdownLimit(paragraph, _TOO_COSTLY)
 
 
-@dataclass(slots=True)
-class MathProblem:
-    tex: str  # the formula as written (what the caller looks for in the source to place the error)
-    message: str
-    offset: int = 0  # where in ``tex`` the mistake is
-
-
 class RenderedMarkdown:
     """Rendered Markdown: ``html``; ``text``, its plain text, for descriptions, JSON-LD and
     announcements (read from the HTML when first asked for: sections and cards never ask);
@@ -164,189 +156,6 @@ class RenderedMarkdown:
                f"links={self.links!r})"
 
 
-class _MathState:
-    def __init__(self) -> None:
-        self.pieces: list[str] = []
-        self.problems: list[MathProblem] = []
-
-    def token(self, tex: str, display: bool) -> str:
-        mathml, problem = _mathml(tex, display)
-        if problem is not None:
-            self.problems.append(MathProblem(tex, *problem))
-        self.pieces.append(f'<div class="math-display">{mathml}</div>' if display else mathml)
-        return _MATH_TOKEN.format(len(self.pieces) - 1)
-
-
-@lru_cache(maxsize=4096)
-def _mathml(tex: str, display: bool) -> tuple[str, tuple[str, int] | None]:
-    """One formula as sanitised, compacted MathML, and the problem with it (message and offset in
-    ``tex``; None if none). Remembered per formula: a site repeats its formulas from lab to lab."""
-    problem = _brace_problem(tex.strip())  # offsets count in the formula as stripped
-    try:
-        mathml = latex2mathml.converter.convert(tex.strip(), display="block" if display else "inline")
-    except Exception as exc:  # latex2mathml raises many kinds; all mean "bad TeX"
-        reason = str(exc) or re.sub(r"(?<!^)(?=[A-Z])", " ", type(exc).__name__).lower().removesuffix(" error")
-        problem = problem or (f"cannot convert math ${tex}$ to MathML: {reason}", 0)
-        mathml = ""
-    unknown = _UNKNOWN_COMMAND.search(mathml)
-    if problem is None and unknown:  # latex2mathml writes a command it does not know as text
-        command = unknown.group(1)
-        problem = (f"unknown TeX command {command} in ${tex}${did_you_mean_command(command)}",
-                   max(tex.strip().find(command), 0))
-    # latex2mathml passes \text{…} through unescaped and turns \href/\style into attributes:
-    # its output is sanitised like the author's HTML, with an allow-list of MathML.
-    return _compact_mathml(_clean_mathml(mathml)), problem
-
-
-_UNKNOWN_COMMAND = re.compile(r"<m[ion][^>]*>(\\[A-Za-z]+)</m[ion]>")
-
-
-def _brace_problem(tex: str) -> tuple[str, int] | None:
-    """An unbalanced brace of ``tex`` (``\\{`` and ``\\}`` are characters, not groups): message, offset."""
-    opened: list[int] = []
-    i = 0
-    while i < len(tex):
-        c = tex[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "{":
-            opened.append(i)
-        elif c == "}":
-            if not opened:
-                return f"unbalanced braces in ${tex}$: this '}}' closes nothing", i
-            opened.pop()
-        i += 1
-    if opened:
-        return f"unbalanced braces in ${tex}$: this '{{' is never closed", opened[-1]
-    return None
-
-
-@lru_cache(maxsize=1)
-def _known_commands() -> tuple[str, ...]:
-    import latex2mathml.commands as commands
-
-    names = set()
-    for value in vars(commands).values():
-        items = value if isinstance(value, (set, tuple, list, frozenset, dict)) else (value,)
-        names.update(v for v in items if isinstance(v, str) and re.fullmatch(r"\\[A-Za-z]+", v))
-    return tuple(sorted(names))
-
-
-def did_you_mean_command(command: str) -> str:
-    """`` (did you mean \\sqrt?)`` for the known command closest to ``command``, or ""."""
-    import difflib
-
-    close = difflib.get_close_matches(command, _known_commands(), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]}?)" if close else ""
-
-
-_MATHML_TAGS = {
-    "math", "mi", "mo", "mn", "ms", "mtext", "mrow", "mfrac", "msqrt", "mroot", "msub", "msup", "msubsup",
-    "munder", "mover", "munderover", "mtable", "mtr", "mtd", "mspace", "mpadded", "mphantom", "menclose",
-    "mstyle", "semantics", "annotation",
-}
-_MATHML_ATTRIBUTES = {
-    "math": {"display"},
-    "*": {"mathvariant", "stretchy", "fence", "separator", "accent", "accentunder", "lspace", "rspace", "width",
-          "height", "depth", "columnalign", "rowspacing", "columnspacing", "notation", "minsize", "maxsize",
-          "movablelimits", "displaystyle", "scriptlevel", "linethickness", "form"},
-}
-_clean_mathml = _sanitiser(tags=_MATHML_TAGS, attributes=_MATHML_ATTRIBUTES)
-_MATH_OPEN = re.compile(r'<math(?: xmlns="http://www.w3.org/1998/Math/MathML")?( display="\w+")>')
-
-
-def _compact_mathml(mathml: str) -> str:
-    """Drop what HTML does not need: the namespace (the HTML parser puts <math> in MathML's
-    own), entities for plain characters, and a single <mrow> wrapping the whole formula
-    (<math> is an implicit mrow)."""
-    mathml = _MATH_OPEN.sub(r"<math\1>", mathml, count=1)
-    mathml = _ENTITY.sub(_plain_char, mathml)
-    head, _, rest = mathml.partition(">")
-    if rest.startswith("<mrow>") and rest.endswith("</mrow></math>") and _single_group(rest[6:-14]):
-        mathml = f"{head}>{rest[6:-14]}</math>"
-    return mathml
-
-
-_WHITESPACE_SPAN = re.compile(r'<span class="w">(\s*)</span>')
-_ENTITY = re.compile(r"&#x([0-9A-Fa-f]+);")
-
-
-def _plain_char(m: re.Match) -> str:
-    """``&#x00028;`` → ``(``: the page is UTF-8, so only markup characters need escaping."""
-    char = chr(int(m.group(1), 16))
-    return m.group(0) if char in "<>&\"'" or not char.isprintable() else char
-
-
-def _single_group(inner: str) -> bool:
-    """True when the outer <mrow>…</mrow> closes only at the very end (so it is one group)."""
-    depth = 0
-    for m in re.finditer(r"<(/?)mrow>", inner):
-        depth += -1 if m.group(1) else 1
-        if depth < 0:
-            return False
-    return depth == 0
-
-
-class _DisplayMath(Preprocessor):
-    """``$$`` on a line of its own opens and closes display math (after fenced code is stashed)."""
-
-    def __init__(self, md, state: _MathState):
-        super().__init__(md)
-        self.state = state
-
-    def run(self, lines):
-        out, buf, inside = [], [], False
-        for line in lines:
-            if line.strip() == "$$":
-                if inside:
-                    out.extend(["", self.state.token("\n".join(buf), display=True), ""])
-                    buf = []
-                inside = not inside
-            elif inside:
-                buf.append(line)
-            else:
-                out.append(line)
-        if inside:  # an unclosed block stays as text for the author to see, and is an error
-            self.state.problems.append(MathProblem("$$", "unclosed $$: the display math opened here is never "
-                                                         "closed (a line with only $$ closes it)"))
-            out.extend(["$$", *buf])
-        return out
-
-
-_INLINE_MATH = r"(?<![\\$\w])\$(?!\s)([^$\n]+?)(?<!\s)\$(?![\w$])"
-
-
-class _InlineMath(InlineProcessor):
-    def __init__(self, pattern, md, state: _MathState):
-        super().__init__(pattern, md)
-        self.state = state
-
-    def handleMatch(self, m, data):
-        return self.state.token(unescape(m.group(1)), display=False), m.start(0), m.end(0)
-
-
-class _LoneDollars(Treeprocessor):
-    """A ``$`` left in the text after math was taken out opens math that nothing closes. (Escaped
-    ``\\$`` and code are still stashed away at this point, so they are not seen.)"""
-
-    def __init__(self, md, state: _MathState):
-        super().__init__(md)
-        self.state = state
-
-    def run(self, root):
-        code = {id(e) for pre in root.iter("pre") for e in pre.iter()} | {id(e) for e in root.iter("code")}
-        for element in root.iter():
-            for text in ((element.text if id(element) not in code else None), element.tail):
-                for m in _LONE_DOLLAR.finditer(text or ""):
-                    needle = text[m.start():m.start() + 40].split("\n", 1)[0]
-                    self.state.problems.append(MathProblem(needle, "unclosed $: nothing closes the math this "
-                                                                   "'$' starts (write \\$ for a dollar sign)"))
-
-
-_LONE_DOLLAR = re.compile(r"(?<![\\$\w])\$(?=[^\s$])")
-
-
 class _Links(Treeprocessor):
     def __init__(self, md, links: list[str]):
         super().__init__(md)
@@ -358,42 +167,29 @@ class _Links(Treeprocessor):
 
 
 class _Extension(Extension):
-    def __init__(self, state: _MathState, links: list[str]):
+    def __init__(self, state: MathState, links: list[str]):
         super().__init__()
         self.state = state
         self.links = links
 
     def extendMarkdown(self, md):
-        md.ESCAPED_CHARS.append("$")  # \$ writes a dollar sign, not math
-        md.preprocessors.register(_DisplayMath(md, self.state), "display_math", 20)
-        # Below backticks (190) so `$x$` inside code stays code.
-        md.inlinePatterns.register(_InlineMath(_INLINE_MATH, md, self.state), "inline_math", 185)
+        add_math(md, self.state)
         md.treeprocessors.register(_Links(md, self.links), "collect_links", 0)
-        md.treeprocessors.register(_LoneDollars(md, self.state), "lone_dollars", 1)
-
-
-def slugify(value: str, separator: str = "-") -> str:
-    """The one slug of the project: a heading's id, a section's or FAQ item's default id.
-    Lower-case ASCII letters and digits joined by ``separator`` ("Why ÷√d?" → "why-d");
-    accents are dropped ("Régime" → "regime"); "item" when nothing is left."""
-    ascii_text = unicodedata.normalize("NFKD", value).encode("ascii", "ignore").decode().lower()
-    return re.sub(r"[^a-z0-9]+", separator, ascii_text).strip(separator) or "item"
 
 
 _local = threading.local()
-_CODEHILITE = {"css_class": "codehilite", "guess_lang": False, "use_pygments": True}
 
 
-def _converter() -> tuple[markdown.Markdown, _MathState, list[str]]:
+def _converter() -> tuple[markdown.Markdown, MathState, list[str]]:
     """One Markdown instance per thread, reset between documents: building one costs more
     than converting a short answer, and a build converts thousands of them."""
     cached = getattr(_local, "converter", None)
     if cached is None:
-        state, links = _MathState(), cast(list[str], [])
+        state, links = MathState(), cast(list[str], [])
         md = markdown.Markdown(
             extensions=["fenced_code", "tables", "sane_lists", "codehilite", "toc", _Extension(state, links)],
             extension_configs={
-                "codehilite": _CODEHILITE,
+                "codehilite": CODEHILITE,
                 # Authors' "#" is the page's h2: the lab title is the only h1.
                 "toc": {"slugify": slugify, "permalink": False, "baselevel": 2},
             },
@@ -407,51 +203,32 @@ def _converter() -> tuple[markdown.Markdown, _MathState, list[str]]:
     return cached
 
 
-# Text that Markdown would only wrap in <p>: one line, none of Markdown's or HTML's special
-# characters, no block marker at the start. Most quiz feedback and FAQ answers are like this,
-# and skipping the converter for them halves a lab's load time. tests/test_markdown_render.py
-# checks that this path gives exactly what the converter gives.
-_PLAIN = re.compile(r"[^\\`*_\[\]<>&$|~{}\n\r\t\u00a0\ue000\ue001]*")
-_BLOCK_START = re.compile(r"\s*(?:[#>+=-]|\d+[.)]|$)")
-
-
-def _plain_paragraph(source: str) -> str | None:
-    text = source
-    if not _PLAIN.fullmatch(text) or _BLOCK_START.match(text) or text != text.strip():
-        return None
-    return f"<p>{text}</p>"
-
-
 def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
     """Render ``source``. ``resolve_link(href) -> str | None`` rewrites ``lab:``/``topic:`` links
     (return None to leave an href unchanged); problems with links are checked by the caller
     from :attr:`RenderedMarkdown.links`. Raises :class:`MarkdownLimit` for text over the limits."""
     check_limits(source)
-    simple = _plain_paragraph(source.strip("\n"))
-    if simple is not None:
-        return RenderedMarkdown(html=simple, text=" ".join(source.split()))
     reserved = _RESERVED.search(source)
     if reserved:
         raise MarkdownLimit(reserved.start(), f"the private-use character U+{ord(reserved.group()):04X} is reserved "
                                               "for the generator's own use; remove it")
-    state, links = _MathState(), cast(list[str], [])
-    html = _simple_markdown(source, state, links)
+    state, links = MathState(), cast(list[str], [])
+    html = simple_markdown(source, state, links)
     if html is None:
         md, state, links = _converter()
         try:
             html = md.convert(source)
-        except RecursionError:  # Python-Markdown recurses once per level of nested lists or quotes
+        except RecursionError:  # under MAX_NESTING, but the interpreter's recursion limit was lowered
             _local.converter = None  # its state is left half-way: start afresh next time
-            raise MarkdownLimit(_deepest_line(source), "lists or quotes are nested too deeply for the Markdown "
-                                                       "parser; flatten them") from None
+            raise MarkdownLimit(nesting(source)[1], _TOO_DEEP) from None
     # Math goes in before sanitising, so the sanitiser sees the final HTML (with a MathML allow-list).
     # (Each step below is taken only where what it looks for is there.)
     if any(piece.startswith("<div") for piece in state.pieces):  # display math is a block, not in a <p>
         html = re.sub("<p>\\s*(\ue000math(\\d+)\ue001)\\s*</p>",
                       lambda m: m.group(1) if state.pieces[int(m.group(2))].startswith("<div") else m.group(0), html)
     if state.pieces:
-        html = _MATH_TOKEN_RE.sub(lambda m: state.pieces[int(m.group(1))], html)
-    html = _clean(html)
+        html = MATH_TOKEN_RE.sub(lambda m: state.pieces[int(m.group(1))], html)
+    html = clean_html(html)
     if resolve_link is not None and 'href="' in html:
         def rewrite(m: re.Match) -> str:
             href = unescape(m.group(1))
@@ -464,234 +241,9 @@ def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
     return RenderedMarkdown(html=html, math_problems=list(state.problems), links=list(links))
 
 
-# Markdown of the plain shapes lab prose uses — paragraphs, "#" headings of plain text, lists
-# without blank lines between items, fenced code between blank lines — whose only inline Markdown
-# is *em*, **strong**, `code`, $math$ and [text](url): what Python-Markdown gives for it is written
-# here directly, at about a tenth of its cost (fenced code is highlighted as codehilite does it, by
-# generator/highlight.py). Anything else — HTML, entities, escapes, tables, quotes, nested or loose
-# lists, a delimiter Python-Markdown might pair otherwise — is declined, and the converter does
-# the whole text. tests/test_markdown_render.py checks on many generated inputs that this path
-# gives exactly what the converter gives.
-
-# Anywhere, code included: what the converter's first step rewrites (tabs, line ends, control
-# characters, lines of spaces); outside code: display math, escaped backticks, images, runs of
-# three *, hard line breaks, more than one blank line, HTML, entities and tables.
-_CONTROL = re.compile(r"[\t\r\x00-\x09\x0b-\x1f\x7f\x85\u2028\u2029\ud800-\uf8ff\ufeff]")
-_SPACES_LINE = re.compile(r"^ +$", re.M)
-_TEXT_DECLINED = ("$$", "``", "\\`", "![", "***", " \n", "\n\n\n")
-_HTML_OR_TABLE = re.compile(r"[<|]|&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[0-9a-zA-Z]+);")
-_BLOCKISH = re.compile(r"[#>=+-]|\*\s|\d+[.)]|\[|[-=*_ ]+$")  # a line that could start or end a block
-_FENCE = re.compile(r"```[\w#.+-]*")
-_HEADING = re.compile(r"(#{1,5}) ([^#]*[^#\s])")
-_LIST_ITEM = {"ol": re.compile(r"\d+\.[ ]+(\S.*)"), "ul": re.compile(r"[*+-][ ]+(\S.*)")}
-_CONTINUATION = re.compile(r"[ ]{1,3}(\S.*)")
-_CODE_SPAN = re.compile(r"`([^`]*)`")
-_MATH_SPAN = re.compile(_INLINE_MATH)
-_LINK_SPAN = re.compile(r"\[([^\[\]]+)\]\(([A-Za-z0-9_./#:-]+)\)")
-_DELIMITERS = re.compile(r"\*+")
-_STASHED = re.compile("\x02(\\d+)\x03")
-
-
-def _simple_markdown(source: str, state: _MathState, links: list[str]) -> str | None:
-    """``md.convert(source)`` for simple Markdown (see above), or None to use the converter."""
-    if (not source.strip() or _CONTROL.search(source) or "~~~" in source
-            or ((" \n" in source or source.endswith(" ")) and _SPACES_LINE.search(source))):
-        return None
-    blocks = _simple_blocks(source.strip("\n"))
-    if blocks is None:
-        return None
-    # Python-Markdown parses the inline text of paragraphs first, then of lists' items: math is
-    # numbered, and its problems listed, in that order.
-    inline: dict[tuple[int, int], tuple[str, list[str]]] = {}
-    jobs = [(i, 0, block[1]) for i, block in enumerate(blocks) if block[0] == "p"]
-    jobs += [(i, j, item) for i, block in enumerate(blocks) if block[0] in ("ol", "ul") for j, item in enumerate(block[1])]
-    for i, j, text in jobs:
-        hrefs: list[str] = []
-        html = _simple_paragraph(text, state, hrefs)
-        if html is None:
-            return None
-        inline[i, j] = html, hrefs
-    out = []
-    for i, (kind, body) in enumerate(blocks):
-        if kind == "p":
-            out.append(f"<p>{inline[i, 0][0]}</p>")
-        elif kind in ("ol", "ul"):
-            items = "".join(f"<li>{inline[i, j][0]}</li>\n" for j in range(len(body)))
-            out.append(f"<{kind}>\n{items}</{kind}>")
-        else:
-            out.append(body)
-    for key in sorted(inline):  # the converter lists links in the order of the page
-        links.extend(inline[key][1])
-    return "\n".join(out).strip()
-
-
-def _simple_blocks(text: str) -> list[tuple[str, object]] | None:
-    """``text`` as its blocks: ("p", inline text), ("ol"/"ul", [item text, …]), ("h", HTML) and
-    ("code", HTML); None for anything the shortcut does not know."""
-    blocks: list[tuple[str, object]] = []
-    ids: set[str] = set()
-    lines = text.split("\n")
-    start = 0
-    while start < len(lines):
-        fence = next((n for n in range(start, len(lines)) if lines[n].startswith("```")), len(lines))
-        chunk = "\n".join(lines[start:fence]).strip("\n")
-        if chunk:
-            if chunk.endswith(" ") or any(run in chunk for run in _TEXT_DECLINED) or _HTML_OR_TABLE.search(chunk):
-                return None
-            for block in chunk.split("\n\n"):
-                parsed = _simple_block(block.split("\n"), ids, blocks[-1][0] if blocks else "")
-                if parsed is None:
-                    return None
-                blocks.append(parsed)
-        if fence == len(lines):
-            break
-        end = lines.index("```", fence + 1) if "```" in lines[fence + 1:] else -1
-        if (end <= fence + 1 or not _FENCE.fullmatch(lines[fence]) or (fence and lines[fence - 1])
-                or any(line.startswith("```") for line in lines[fence + 1:end]) or lines[end + 1:end + 2] not in ([], [""])):
-            return None
-        blocks.append(("code", _fenced_code(lines[fence], "".join(line + "\n" for line in lines[fence + 1:end]))))
-        start = end + 1
-    return blocks
-
-
-def _simple_block(lines: list[str], ids: set[str], previous: str) -> tuple[str, object] | None:
-    first = lines[0]
-    kind = "ol" if first.startswith("1.") else "ul" if first[:1] in "*+-" else ""
-    if kind and _LIST_ITEM[kind].fullmatch(first):
-        if previous in ("ol", "ul"):  # Python-Markdown would join it to the list before, as a loose list
-            return None
-        items: list[str] = []
-        for line in lines:
-            item = _LIST_ITEM[kind].fullmatch(line)
-            more = None if item else _CONTINUATION.fullmatch(line)
-            if (item or more) is None or _BLOCKISH.match((item or more).group(1)):
-                return None
-            if item:
-                items.append(item.group(1))
-            else:
-                items[-1] += "\n" + line
-        return kind, items
-    if first.startswith("#"):
-        heading = _HEADING.fullmatch(first)
-        if (len(lines) > 1 or heading is None or not _PLAIN.fullmatch(heading.group(2))
-                or heading.group(2) != heading.group(2).strip()):
-            return None
-        slug = slugify(heading.group(2))
-        if slug in ids:  # the converter's table of contents would number it
-            return None
-        ids.add(slug)
-        level = len(heading.group(1)) + 1
-        return "h", f'<h{level} id="{slug}">{heading.group(2)}</h{level}>'
-    paragraph = "\n".join(lines)
-    if paragraph != paragraph.strip() or any(not line or line[0] == " " or _BLOCKISH.match(line) for line in lines):
-        return None  # (Python-Markdown strips a paragraph's start)
-    return "p", paragraph
-
-
-def _fenced_code(opening: str, code: str) -> str:
-    """A fenced code block as the converter's fenced-code step writes it: highlighted by
-    codehilite (as the fence is written: no attributes or hl_lines), ``code`` ending in a newline."""
-    highlighter = getattr(_local, "highlighter", None)
-    if highlighter is None:
-        highlighter = _local.highlighter = Highlighter(_CODEHILITE)
-    return highlighter.html(code, opening[3:].removeprefix(".") or None)
-
-
-def _simple_paragraph(text: str, state: _MathState, links: list[str]) -> str | None:
-    """One paragraph's inline Markdown as HTML, as Python-Markdown's inline parser makes it: one
-    kind of span after the other over the whole text (code, math, links, emphasis), each span
-    taken replaced by a placeholder that later kinds do not look into."""
-    stash: list[str] = []
-
-    def put(html: str) -> str:
-        stash.append(html)
-        return f"\x02{len(stash) - 1}\x03"
-
-    def code(m: re.Match) -> str:
-        body = m.group(1).strip()
-        return put(f"<code>{_escape_text(body)}</code>") if body else "\x00"
-
-    if "`" in text:
-        text = _CODE_SPAN.sub(code, text)
-        if "`" in text or "\x00" in text:
-            return None
-    if "$" in text:
-        if any("\x02" in m.group(1) for m in _MATH_SPAN.finditer(text)):
-            return None
-        text = _MATH_SPAN.sub(lambda m: put(state.token(unescape(m.group(1)), display=False)), text)
-        if "$" in text:  # a lone $ is a problem the converter reports
-            return None
-    if "\\" in text:  # escapes
-        return None
-    hrefs: list[str] = []
-
-    def link(m: re.Match) -> str:
-        inner = _emphasis(m.group(1), stash)
-        hrefs.append(m.group(2))
-        return "\x00" if inner is None else put(f'<a href="{m.group(2)}">{inner}</a>')
-
-    if "[" in text or "]" in text:
-        text = _LINK_SPAN.sub(link, text)
-        if "[" in text or "]" in text or "\x00" in text:
-            return None
-    html = _emphasis(text, stash)
-    if html is not None:
-        links.extend(hrefs)
-    return html
-
-
-_LOOSE_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")  # a _ not between two letters or digits
-
-
-def _emphasis(text: str, stash: list[str]) -> str | None:
-    """``text`` (with placeholders) as HTML, its ``*`` and ``**`` pairs made <em> and <strong>; None
-    where Python-Markdown could pair them otherwise (runs of other lengths, a run that cannot open
-    or close, ``_`` that is not inside a word)."""
-    if "_" in text and _LOOSE_UNDERSCORE.search(text):
-        return None
-    text = _escape_text(text)  # (leaves every character next to a * as much a space as it was)
-    if "*" in text:
-        runs = list(_DELIMITERS.finditer(text))
-        if len(runs) % 2:
-            return None
-        out, done = [], 0
-        for opener, closer in zip(runs[::2], runs[1::2], strict=True):
-            size = len(opener.group())
-            if size != len(closer.group()) or text[opener.end()].isspace() or text[closer.start() - 1].isspace():
-                return None
-            tag = "em" if size == 1 else "strong"
-            out += [text[done:opener.start()], f"<{tag}>", text[opener.end():closer.start()], f"</{tag}>"]
-            done = closer.end()
-        out.append(text[done:])
-        text = "".join(out)
-    return _STASHED.sub(lambda m: stash[int(m.group(1))], text) if "\x02" in text else text
-
-
-def _escape_text(text: str) -> str:
-    return text.replace("&", "&amp;").replace(">", "&gt;")
-
-
 _RESERVED = re.compile("[\ue000\ue001]")  # the math placeholder's delimiters
 _MATH_ELEMENT = re.compile(r"<math[\s>].*?</math>", re.S)
-_ALL_ATTRIBUTES = {**_ATTRIBUTES, **{tag: set(_MATHML_ATTRIBUTES["*"]) | _MATHML_ATTRIBUTES.get(tag, set())
-                                     for tag in _MATHML_TAGS}}
-
-
-_clean = _sanitiser(tags=_TAGS | _MATHML_TAGS, attributes=_ALL_ATTRIBUTES, url_schemes=_URL_SCHEMES,
-                    link_rel="noopener noreferrer")
-
-
-def _deepest_line(source: str) -> int:
-    """Offset of the line that starts with the most indentation, quote or list marks."""
-    best, best_at, at = -1, 0, 0
-    for line in source.split("\n"):
-        depth = len(line) - len(line.lstrip(" \t>-*+"))
-        if depth > best:
-            best, best_at = depth, at
-        at += len(line) + 1
-    return best_at
-
-
+_WHITESPACE_SPAN = re.compile(r'<span class="w">(\s*)</span>')
 def escape_attr(value: str) -> str:
     return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
 
@@ -709,5 +261,5 @@ def plain_text(html: str) -> str:
         text = "".join(parts)
     except expat.ExpatError:
         text = re.sub(r"<[^>]+>", " ", html)
-    text = _MATH_TOKEN_RE.sub("", unescape(text))
+    text = MATH_TOKEN_RE.sub("", unescape(text))
     return re.sub(r"\s+", " ", text).strip()

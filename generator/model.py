@@ -92,12 +92,12 @@ class Option:
 @pickled_as_call
 @dataclass(frozen=True, slots=True)
 class Question:
-    """One quiz question. ``kind`` is its type: "single", "multiple" or one of the lab kind's
-    own question types (e.g. the attention kind's "word": click a word of a sentence), whose
-    options are read by the lab kind and whose ``data`` only that kind understands."""
+    """One quiz question. ``type`` is its type as quiz.yaml writes it: "single", "multiple" or one
+    of the lab kind's own question types (e.g. the attention kind's "word": click a word of a
+    sentence), whose options are read by the lab kind and whose ``data`` only that kind understands."""
 
     id: str
-    kind: str
+    type: str
     prompt_html: str
     prompt_text: str
     options: tuple[Option, ...]

@@ -4,9 +4,10 @@ A lab crosses between processes whole: a pool worker loads it and sends it to th
 build cache stores it. It is made of a few hundred frozen, slotted dataclass instances (its
 sentences' words, the finder's relations, quiz options…). The pickling that :mod:`dataclasses`
 gives a slotted class asks :func:`dataclasses.fields` for every instance it saves and again for
-every one it restores; for a lab that was 1.2 ms to restore and 0.8 ms to save, more than the
-rest of the lab's pickle. :func:`pickled_as_call` pickles an instance as the call that makes it,
-``cls(*values)``, its values read by one :func:`operator.attrgetter`: about a third of the time.
+every one it restores, more work than the rest of the lab's pickle. :func:`pickled_as_call`
+pickles an instance as the call that makes it, ``cls(*values)``, its values read by one
+:func:`operator.attrgetter`. What it saves of a build: ``docs/benchmarks.md``, "Stand-ins for a
+library".
 """
 
 from __future__ import annotations

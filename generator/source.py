@@ -196,7 +196,7 @@ class YamlDoc:
         return _diag(self.path, self.text, line, column, message, self.lines)
 
 
-# libyaml's safe parser is ~20x faster than the pure-Python one and gives the same marks
+# libyaml's safe parser is much faster than the pure-Python one and gives the same marks
 # (line, column and index count characters); PyYAML wheels ship it.
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

@@ -1,4 +1,4 @@
-"""Lab 07's honest failure (issue #11, item 4): "The animal didn't cross the street because it was
+"""Lab 07's honest failure: "The animal didn't cross the street because it was
 too wide". The designed coreference head's wrong answer is a build-checked claim in lab.yaml; what
 the note says about MiniLM is checked here against the committed cache (real-heads.json), so a
 refreshed cache that changes the numbers fails this test rather than leaving the text wrong."""

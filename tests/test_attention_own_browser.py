@@ -1,4 +1,4 @@
-""""Your sentence" in a real Chromium (issue 10): typed, computed in the page, checked against
+""""Your sentence" in a real Chromium: typed, computed in the page, checked against
 ``labs attention --designed --json``; guessed tags as editable chips; limits; the URL hash; axe.
 Shares the sites, the watched pages (a console error fails a test) and the helpers of test_browser.py."""
 

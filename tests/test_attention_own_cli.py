@@ -1,4 +1,4 @@
-"""``labs attention --designed``: the designed heads' weights for a tagged sentence (issue 10)."""
+"""``labs attention --designed``: the designed heads' weights for a tagged sentence."""
 
 from __future__ import annotations
 

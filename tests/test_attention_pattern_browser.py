@@ -1,4 +1,4 @@
-"""The pattern view in a real Chromium (issue 10, items 3–4; issue 11, item 3): every query of the
+"""The pattern view in a real Chromium: every query of the
 current head as a <table>, the causal triangle, a rectangular cross grid, keyboard, 320 px, the
 shuffle and the closest learned head; axe in light and dark with each view open. Shares the sites,
 the watched pages (a console error fails a test) and the helpers of test_browser.py."""

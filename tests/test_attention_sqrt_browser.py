@@ -29,10 +29,21 @@ def _sqrt(shipped) -> dict:
     return json.loads(re.match(r"\(window\.Labs=window\.Labs\|\|\{\}\)\.sqrtDemo=(.*?);\n", script).group(1))
 
 
+# Resolves once an IntersectionObserver like the demo's loader's (70-sqrt.js) has been told where the
+# demo is, with whether it is near the screen. Observers are told in the order they were made, so by
+# then the loader's own observer has been told too, and would have added the demo's script.
+SEEN_BY_AN_OBSERVER = """() => new Promise(resolve => {
+  const o = new IntersectionObserver(entries => { o.disconnect(); resolve(entries[0].isIntersecting); },
+                                     { rootMargin: "200px 0px" });
+  o.observe(document.getElementById("sqrt-demo"));
+})"""
+
+
 def test_the_demo_is_not_loaded_on_a_first_visit_and_is_when_it_nears_the_screen(page, shipped, watch):
     page.goto(shipped.url("http", LAB))
     expect(page.locator("#spotlight")).to_have_attribute("data-ready", "true")
-    page.wait_for_timeout(300)
+    assert page.evaluate(SEEN_BY_AN_OBSERVER) is False  # the loader has looked, and the demo is not near
+    expect(page.locator('script[src*="sqrt-demo"]')).to_have_count(0)
     assert not any("sqrt-demo" in url for url in watch.requests), watch.requests
     expect(page.locator("#sqrt-demo")).to_have_attribute("data-ready", "false")
     page.locator("#sqrt-demo").scroll_into_view_if_needed()

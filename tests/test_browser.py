@@ -984,7 +984,7 @@ def test_the_index_forgets_done_marks_of_labs_that_are_gone(page, shipped):
     assert _storage(page)["attention-labs:v1"] == {"done": ["attention"]}
 
 
-# -- issue 12: the first screen, the first paint, the page's weight, the figure ----------------
+# -- the first screen, the first paint, the page's weight, the figure ------------------------
 
 @pytest.mark.parametrize("width,height", [(1280, 800), (375, 812)], ids=["desktop", "phone"])
 def test_first_clickable_word_is_on_the_first_screen(browser, watch, shipped, width, height):
@@ -1027,7 +1027,7 @@ def test_the_spotlight_builds_little_before_the_first_paint(page, shipped):
 
 
 def test_the_lab_page_has_at_most_400_elements_at_first_paint(page, shipped):
-    """Issue 12: the first screen, and little else. Below the gist the parts' bodies are kept out
+    """The first screen, and little else (a phone pays for every element). Below the gist the parts' bodies are kept out
     of the DOM (15-later.js) and the spotlight builds its hidden parts later."""
     page.add_init_script(COUNT_AT_FIRST_PAINT)
     open_lab(page, shipped, "http")

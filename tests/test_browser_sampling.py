@@ -113,14 +113,14 @@ def test_sampling_draws_what_python_draws_with_the_same_seed(page, shipped):
 def test_the_dial_question_grades_a_click_on_a_temperature(page, shipped):
     _open(page, shipped)
     page.locator("#quick-check-title").scroll_into_view_if_needed()  # the quiz comes in as it nears the screen
-    question = page.locator('fieldset.quiz-q[data-kind="dial"]').first
+    question = page.locator('fieldset.quiz-q[data-type="dial"]').first
     wrong = question.locator(".quiz-choices [data-option]:not([data-correct])").first
     wrong.click()
     expect(question.locator(".quiz-feedback")).to_contain_text("Not quite")
     question.get_by_role("button", name="Try again").click()
     question.locator(".quiz-choices [data-option][data-correct]").first.click()
     expect(question.locator(".quiz-feedback")).to_have_text("Right on a later try — practice: the score counts first answers.")
-    other = page.locator('fieldset.quiz-q[data-kind="dial"]').nth(1)
+    other = page.locator('fieldset.quiz-q[data-type="dial"]').nth(1)
     other.locator(".quiz-choices [data-option][data-correct]").first.click()
     expect(other.locator(".quiz-feedback")).to_have_text("Correct!")
     expect(page.locator("#quiz-score")).to_contain_text("1 / ")

@@ -18,7 +18,10 @@ import pytest
 from conftest import tree
 
 import generator.build
-from generator.build import MARKER, build, build_files, check
+import generator.sitefolder
+import generator.workers
+from generator.build import build, build_files, check
+from generator.sitefolder import MARKER, MARKER_TEXT
 from generator.errors import BuildError, ContentError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,7 +87,7 @@ def test_css_is_the_theme_files_minified_and_concatenated_in_name_order(project)
     """A custom theme's static/css files join the default theme's, all in file-name order."""
     import rcssmin
 
-    from generator.render import default_theme_dir
+    from generator.theme import default_theme_dir
 
     result = build(project / "content", project / "theme", project / "site")
     css = next(data for name, data in result.files.items() if re.fullmatch(r"assets/site\.[0-9a-f]{8}\.css", name))
@@ -114,7 +117,7 @@ def test_a_script_that_a_part_brings_is_its_own_file_and_a_custom_theme_can_repl
 
 
 def test_a_file_of_the_custom_theme_replaces_the_default_one_of_the_same_path(project):
-    from generator.render import default_theme_dir
+    from generator.theme import default_theme_dir
 
     default_quiz = (default_theme_dir() / "static/css/40-quiz.css").read_text(encoding="utf-8")
     (project / "theme/static/css/40-quiz.css").write_text(".quiz{outline:3px solid red}\n", encoding="utf-8")
@@ -212,8 +215,8 @@ def test_a_failed_write_puts_the_previous_site_back(project, monkeypatch):
             raise OSError(28, "No space left on device")
         return real_replace(src, dst)
 
-    monkeypatch.setattr(generator.build.os, "replace", failing_swap)
-    monkeypatch.setattr(generator.build, "_exchange", lambda a, b: False)  # a file system without renameat2
+    monkeypatch.setattr(generator.sitefolder.os, "replace", failing_swap)
+    monkeypatch.setattr(generator.sitefolder, "_exchange", lambda a, b: False)  # a file system without renameat2
     (project / "content/labs/beta/gist.md").write_text("Changed.\n", encoding="utf-8")
     with pytest.raises(BuildError) as exc:
         build(project / "content", project / "theme", project / "site")
@@ -374,7 +377,7 @@ def _start_paused_build(project: Path, point: str) -> subprocess.Popen:
 @pytest.fixture
 def big_project(project):
     """The fixtures with enough labs for the build to use its process pool."""
-    for i in range(generator.build.PARALLEL_MIN_LABS + 2):
+    for i in range(generator.workers.PARALLEL_MIN_LABS + 2):
         copy = project / f"content/labs/copy-{i:02d}"
         shutil.copytree(project / "content/labs/alpha", copy)
         lab = copy / "lab.yaml"
@@ -430,7 +433,7 @@ def test_a_build_killed_between_the_two_renames_is_repaired_by_the_next(project)
     os.rename(project / "site", project / f".site-old-{dead.pid}-x1")
     half = project / f".site-new-{dead.pid}-x2"
     half.mkdir()
-    (half / MARKER).write_bytes(generator.build.MARKER_TEXT)
+    (half / MARKER).write_bytes(MARKER_TEXT)
     (half / "index.html").write_text("half written")
     empty = project / f".site-new-{dead.pid}-x3"  # killed right after it was made
     empty.mkdir()
@@ -448,7 +451,7 @@ def test_litter_that_is_not_provably_ours_is_left_alone(project):
     (foreign / "notes.txt").write_text("keep me")
     live = project / f".site-new-{os.getppid()}-busy"  # a build that is still running
     live.mkdir()
-    (live / MARKER).write_bytes(generator.build.MARKER_TEXT)
+    (live / MARKER).write_bytes(MARKER_TEXT)
     build(project / "content", project / "theme", project / "site")
     assert (foreign / "notes.txt").read_text() == "keep me" and live.is_dir()
 
@@ -460,7 +463,7 @@ def test_the_swap_exchanges_the_folders_in_one_step(project, monkeypatch):
     build(project / "content", project / "theme", project / "site")
     moved = []
     real_replace = os.replace
-    monkeypatch.setattr(generator.build.os, "replace", lambda a, b: moved.append((a, b)) or real_replace(a, b))
+    monkeypatch.setattr(generator.sitefolder.os, "replace", lambda a, b: moved.append((a, b)) or real_replace(a, b))
     (project / "content/labs/beta/gist.md").write_text("Changed.\n", encoding="utf-8")
     build(project / "content", project / "theme", project / "site")
     assert moved == []
@@ -545,21 +548,24 @@ def test_computing_and_rendering_a_lab_leaves_no_reference_cycles():
 
 
 def test_ids_are_the_whitespace_preceded_id_attributes():
-    """build._ids searches for ``id="`` as a literal and checks the character before it: the same
+    """page_links searches for ``id="`` as a literal and checks the character before it: the same
     ids, in the same order, as the pattern ``\\sid="…"`` it replaced, on every golden page and on
     the edge cases (an id at the very start, data-id, grid="…", a tab or newline before)."""
     import re
+
+    from generator.links import page_links
 
     old = re.compile(r'\sid="([^"]+)"')
     pages = [p.read_text(encoding="utf-8") for p in (Path(__file__).parent / "golden").rglob("*.html")]
     tricky = ['id="start" <p id="a">', '<p data-id="x" grid="y" valid="z">', '<p\tid="tab">\n<b\nid="nl">', 'id=""']
     assert pages
     for html in pages + tricky:
-        assert generator.build._ids(html) == old.findall(html)
+        assert page_links(html)[0] == old.findall(html)
 
 
 def test_the_pool_hashes_lab_folders_to_the_same_cache_keys_as_one_process(big_project):
-    from generator.build import _lab_keys, lab_pool
+    from generator.build import _lab_keys
+    from generator.workers import lab_pool
     from generator.content import load_site
 
     content = big_project / "content"

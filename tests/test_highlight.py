@@ -8,8 +8,7 @@ import markdown
 import pygments
 import pytest
 
-from generator.highlight import Highlighter
-from generator.markdown_render import _CODEHILITE
+from generator.highlight import CODEHILITE, Highlighter
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = {
@@ -37,7 +36,7 @@ def _samples():
 
 @pytest.mark.parametrize("lang, code", list(_samples()))
 def test_highlighted_html_is_codehilites(lang, code):
-    md = markdown.Markdown(extensions=["fenced_code", "codehilite"], extension_configs={"codehilite": _CODEHILITE})
+    md = markdown.Markdown(extensions=["fenced_code", "codehilite"], extension_configs={"codehilite": CODEHILITE})
     fenced = md.preprocessors["fenced_code_block"]
     fenced.run(f"```{lang or ''}\n{code}\n```".split("\n"))
-    assert Highlighter(_CODEHILITE).html(code + "\n", lang) == md.htmlStash.rawHtmlBlocks[0]
+    assert Highlighter(CODEHILITE).html(code + "\n", lang) == md.htmlStash.rawHtmlBlocks[0]

@@ -124,7 +124,7 @@ def test_labs_kinds_lists_the_builtin_kinds_and_the_plugin(venv, tmp_path):
 # -- (b) the default theme ships inside the package; theme/ overrides it --------------------------
 
 def test_a_new_site_builds_with_the_packaged_theme_and_its_theme_folder_overrides_it(venv, site):
-    theme = venv.run("python", "-c", "from generator.render import default_theme_dir; print(default_theme_dir())",
+    theme = venv.run("python", "-c", "from generator.theme import default_theme_dir; print(default_theme_dir())",
                      cwd=site).stdout.strip()
     assert Path(theme) == venv.site_packages / "generator" / "theme"
 

@@ -38,8 +38,51 @@ def _imports(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("module", GENERIC, ids=lambda p: p.name)
 def test_the_generic_core_imports_no_kind_and_no_attention_math(module):
-    bad = {m for m in _imports(module) if m.startswith(("generator.attention", "generator.kinds."))}
+    bad = {m for m in _imports(module) if m.startswith(("generator.attention", "generator.kinds."))
+           and m != "generator.kinds.helpers"}
     assert not bad, f"{module.name} imports {sorted(bad)}"
+
+
+KIND_MODULES = sorted((ROOT / "generator" / "kinds").rglob("*.py"))
+
+
+@pytest.mark.parametrize("module", KIND_MODULES, ids=lambda p: p.relative_to(ROOT / "generator" / "kinds").as_posix())
+def test_kinds_use_the_helpers_not_the_renderer_or_the_build(module):
+    bad = {m for m in _imports(module)
+           if m in ("generator.render", "generator.build", "generator.pipeline", "generator.incremental")}
+    assert not bad, f"{module.name} imports {sorted(bad)}: use generator.kinds.helpers"
+
+
+def test_the_helpers_are_a_leaf():
+    helpers = ROOT / "generator" / "kinds" / "helpers.py"
+    assert {m for m in _imports(helpers) if m.startswith("generator")} <= {"generator.errors"}
+
+
+def test_the_example_plugin_uses_only_the_kind_interface_and_the_helpers():
+    example = sorted((ROOT / "examples" / "kind-plugin").rglob("*.py"))
+    assert example
+    used = {m for path in example for m in _imports(path) if m.startswith("generator")}
+    assert used <= {"generator.kinds", "generator.kinds.helpers"}, sorted(used)
+
+
+def test_no_module_reaches_into_another_modules_private_names():
+    """``from x import _name`` or ``module._name`` across modules: what is shared is public and named."""
+    found = []
+    for path in sorted((ROOT / "generator").rglob("*.py")) + sorted((ROOT / "examples").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        modules = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                   for alias in node.names if alias.name.startswith("generator")}
+        modules |= {alias.asname or alias.name for node in ast.walk(tree)
+                    if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("generator")
+                    for alias in node.names}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("generator"):
+                found += [f"{path.name}: from {node.module} import {a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+            elif (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                  and isinstance(node.value, ast.Name) and node.value.id in modules and node.value.id != "self"):
+                found.append(f"{path.name}: {node.value.id}.{node.attr}")
+    assert not found, found
 
 
 def test_the_core_modules_import_without_cycles():

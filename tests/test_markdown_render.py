@@ -7,7 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator import markdown_render
+from generator.markdown_fast import simple_markdown
 from generator.markdown_render import render_markdown
+from generator.mathml import MATH_TOKEN_RE, MathState
 
 
 def test_code_is_highlighted_with_classes_not_styles():
@@ -89,18 +91,18 @@ _ALPHABET = st.sampled_from(
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_ALPHABET, max_size=14).map("".join))
-def test_plain_text_shortcut_gives_what_the_converter_gives(source):
+def test_short_texts_come_out_of_the_shortcut_as_out_of_the_converter(source):
     fast = render_markdown(source)
-    original = markdown_render._plain_paragraph
-    markdown_render._plain_paragraph = lambda _: None
+    original = markdown_render.simple_markdown
+    markdown_render.simple_markdown = lambda *_: None  # (Hypothesis runs the test many times: no monkeypatch)
     try:
         slow = render_markdown(source)
     finally:
-        markdown_render._plain_paragraph = original
+        markdown_render.simple_markdown = original
     assert (fast.html, fast.text, fast.links) == (slow.html, slow.text, slow.links)
 
 
-def test_plain_text_shortcut_is_taken_for_plain_sentences(monkeypatch):
+def test_the_shortcut_is_taken_for_plain_sentences(monkeypatch):
     monkeypatch.setattr(markdown_render, "_converter", lambda: pytest.fail("converter used for plain text"))
     assert render_markdown("The softmax divides by the total.\n").html == "<p>The softmax divides by the total.</p>"
 
@@ -133,6 +135,53 @@ def test_a_list_nested_a_thousand_levels_is_refused_at_its_deepest_line():
         render_markdown(source)
     assert exc.value.offset == len("Intro.\n\n")
     assert exc.value.message == "lists or quotes are nested too deeply for the Markdown parser; flatten them"
+
+
+def test_the_nesting_limit_holds_whatever_the_recursion_limit_and_after_pygments_plugins_load():
+    """The limit is measured, not left to the interpreter's recursion limit: a fenced block in an
+    unknown language makes Pygments load its plugins (one of them, jedi, raises the recursion
+    limit to 3,000), and here the limit is raised to 100,000 besides."""
+    import sys
+
+    from generator.markdown_render import MarkdownLimit
+
+    render_markdown("```no-such-language-here\nx\n```\n")  # Pygments looks among its plugins
+    source = "Intro.\n\n" + "- " * 1000 + "deep\n"
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(10**5)
+    try:
+        with pytest.raises(MarkdownLimit) as exc:
+            render_markdown(source)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert (exc.value.offset, exc.value.message) == (len("Intro.\n\n"), _TOO_DEEP)
+
+
+@pytest.mark.parametrize("shape", [
+    lambda n: "".join("    " * i + "- x\n" for i in range(n)),  # the costliest for the parser
+    lambda n: "> " * n + "x\n",
+    lambda n: "1. " * n + "x\n",
+], ids=["indented-lists", "quotes", "inline-lists"])
+def test_markdown_nested_up_to_the_limit_renders_and_one_more_level_is_refused(shape):
+    from generator.markdown_render import MAX_NESTING, MarkdownLimit, nesting
+
+    assert nesting(shape(MAX_NESTING))[0] <= MAX_NESTING
+    html = render_markdown(shape(MAX_NESTING)).html
+    assert html.count("<li>") + html.count("<blockquote>") >= MAX_NESTING
+    deeper = shape(MAX_NESTING + 1)
+    assert nesting(deeper)[0] > MAX_NESTING
+    with pytest.raises(MarkdownLimit):
+        render_markdown(deeper)
+
+
+def test_fenced_code_does_not_count_as_nesting():
+    from generator.markdown_render import MAX_NESTING
+
+    source = "```\n" + "> " * (MAX_NESTING + 10) + "\n```\n"
+    assert "<pre" in render_markdown(source).html
+
+
+_TOO_DEEP = "lists or quotes are nested too deeply for the Markdown parser; flatten them"
 
 
 @pytest.mark.parametrize("text", ["\ue000math0\ue001", "<abbr title=\"\ue000math0\ue001\">x</abbr> $x$",
@@ -185,11 +234,13 @@ def test_dollars_and_braces_that_are_not_mistakes(source, html):
 def test_the_reusable_sanitiser_gives_what_nh3_clean_gives(html):
     import nh3
 
-    policy = dict(tags=markdown_render._TAGS | markdown_render._MATHML_TAGS, url_schemes=markdown_render._URL_SCHEMES,
-                  attributes=markdown_render._ALL_ATTRIBUTES, link_rel="noopener noreferrer")
-    assert markdown_render._clean(html) == nh3.clean(html, **policy)
-    mathml_policy = dict(tags=markdown_render._MATHML_TAGS, attributes=markdown_render._MATHML_ATTRIBUTES)
-    assert markdown_render._clean_mathml(html) == nh3.clean(html, **mathml_policy)
+    from generator import sanitise
+
+    policy = dict(tags=sanitise.HTML_TAGS | sanitise.MATHML_TAGS, url_schemes=sanitise.URL_SCHEMES,
+                  attributes=sanitise.ALL_ATTRIBUTES, link_rel="noopener noreferrer")
+    assert sanitise.clean_html(html) == nh3.clean(html, **policy)
+    mathml_policy = dict(tags=sanitise.MATHML_TAGS, attributes=sanitise.MATHML_ATTRIBUTES)
+    assert sanitise.clean_mathml(html) == nh3.clean(html, **mathml_policy)
 
 
 _INLINE = st.sampled_from(
@@ -202,13 +253,12 @@ _INLINE = st.sampled_from(
 
 def _with_and_without_shortcuts(source):
     fast = render_markdown(source, lambda href: "R" if href.startswith("lab:") else None)
-    original = markdown_render._simple_markdown, markdown_render._plain_paragraph
-    markdown_render._simple_markdown = lambda *_: None
-    markdown_render._plain_paragraph = lambda _: None
+    original = markdown_render.simple_markdown
+    markdown_render.simple_markdown = lambda *_: None
     try:
         slow = render_markdown(source, lambda href: "R" if href.startswith("lab:") else None)
     finally:
-        markdown_render._simple_markdown, markdown_render._plain_paragraph = original
+        markdown_render.simple_markdown = original
     return [(r.html, r.text, r.links, [(p.tex, p.message, p.offset) for p in r.math_problems]) for r in (fast, slow)]
 
 
@@ -228,7 +278,7 @@ def test_simple_markdown_shortcut_gives_what_the_converter_gives(source):
     "- $\\frac{1}{$ first\n\nThen $\\sqrt{$ second\n\n1. $\\left($ third",
 ])
 def test_simple_markdown_shortcut_is_taken_and_exact(source, monkeypatch):
-    assert markdown_render._simple_markdown(source, markdown_render._MathState(), []) is not None
+    assert simple_markdown(source, MathState(), []) is not None
     fast, slow = _with_and_without_shortcuts(source)
     assert fast == slow
 
@@ -240,7 +290,7 @@ def test_simple_markdown_shortcut_is_taken_and_exact(source, monkeypatch):
     "```\nb\n```\nc", "```\n```", "> quote",
 ])
 def test_simple_markdown_shortcut_declines_what_it_does_not_know(source):
-    assert markdown_render._simple_markdown(source, markdown_render._MathState(), []) is None
+    assert simple_markdown(source, MathState(), []) is None
 
 
 @pytest.mark.parametrize("html", [
@@ -255,7 +305,7 @@ def test_plain_text_reads_what_elementtree_reads(html):
         text = "".join(etree.fromstring(f"<div>{html}</div>").itertext())
     except etree.ParseError:
         text = markdown_render.re.sub(r"<[^>]+>", " ", html)
-    text = markdown_render._MATH_TOKEN_RE.sub("", markdown_render.unescape(text))
+    text = MATH_TOKEN_RE.sub("", markdown_render.unescape(text))
     assert markdown_render.plain_text(html) == markdown_render.re.sub(r"\s+", " ", text).strip()
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from generator.errors import BuildError
 from generator.kinds.attention.numbers import TABLE_RANGE, Numbers, as_json, rounded_list, rounded_lists
-from generator.render import JSONText, compact_json, json_for_script
+from generator.kinds.helpers import JSONText, compact_json, json_for_script
 
 
 def one_at_a_time(a, decimals, mask=None) -> list:
@@ -92,7 +92,7 @@ def test_the_page_writes_the_carried_text_where_the_list_was():
 
 
 def test_a_string_that_looks_like_the_mark_does_not_confuse_it():
-    from generator.render import _ENCODED_MARK
+    from generator.kinds.helpers import _ENCODED_MARK
 
     data = {"s": f"{_ENCODED_MARK}0", "n": JSONText("[1,2]")}
     assert json.loads(str(json_for_script(data))) == {"s": f"{_ENCODED_MARK}0", "n": [1, 2]}

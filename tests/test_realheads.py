@@ -33,7 +33,7 @@ from generator.kinds.attention.cache import (
 )
 from generator.kinds.attention.commands import inspect_attention
 from generator.errors import BuildError, ContentError
-from generator.render import json_for_script
+from generator.kinds.helpers import json_for_script
 
 TINY = BertConfig(
     vocab_size=120,

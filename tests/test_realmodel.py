@@ -74,7 +74,7 @@ def test_shipped_cache_builds_without_a_checkpoint(project, capsys):
     finder = json.loads(finder.removeprefix("(window.Labs=window.Labs||{}).headFinder=").removesuffix(";\n"))
     kinds = {r["relation"]: r for r in finder}
     assert set(kinds) == {"adjective", "coreference", "determiner", "object", "previous", "subject"}
-    for report in kinds.values():  # issue 11: at least 12 labelled pairs over at least 8 sentences
+    for report in kinds.values():  # enough to score a head: at least 12 labelled pairs over at least 8 sentences
         assert report["count"] >= 12 and report["sentences"] >= 8, report["relation"]
         assert report["pick"]["count"] + report["held"]["count"] == report["count"]
         assert report["pick"]["count"] >= 6 and report["held"]["count"] >= 6, report["relation"]

@@ -9,7 +9,8 @@ import pytest
 from bs4 import BeautifulSoup
 
 from generator.errors import BuildError
-from generator.render import EncodedArray, fingerprint, json_for_script, later, minified
+from generator.kinds.helpers import EncodedArray, fingerprint, json_for_script, minified
+from generator.theme import later
 
 
 def test_json_for_script_cannot_close_the_script_element():
@@ -65,11 +66,11 @@ def test_an_encoded_array_is_written_as_its_text_and_only_as_a_whole():
     assert not encoded.flags.writeable and (encoded + 1).json is None
     mark = json.loads(str(json_for_script({"k": encoded, "s": "x"})).replace(text, '"?"'))
     assert mark == {"k": "?", "s": "x"}
-    from generator import render
+    from generator.kinds import helpers
 
     # A string in the data that looks like the stand-in for the text is written as it is.
-    tricky = {"k": encoded, "s": render._ENCODED_MARK + "0"}
-    assert json.loads(json_for_script(tricky)) == {"k": a.tolist(), "s": render._ENCODED_MARK + "0"}
+    tricky = {"k": encoded, "s": helpers._ENCODED_MARK + "0"}
+    assert json.loads(json_for_script(tricky)) == {"k": a.tolist(), "s": helpers._ENCODED_MARK + "0"}
 
 
 def test_later_wraps_a_part_in_a_noscript_that_only_its_own_end_closes():

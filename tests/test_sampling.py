@@ -237,7 +237,7 @@ def test_the_fixture_builds(in_tmp):
     # the dial questions: buttons the generic quiz grades, right ones computed from the grid
     assert re.findall(r'data-option="(sharp-t\d)"( data-correct)?', page) == [
         ("sharp-t0", " data-correct"), ("sharp-t1", ""), ("sharp-t2", "")]
-    assert '<fieldset class="quiz-q" id="quiz-flat" data-kind="dial" data-match="any">' in page
+    assert '<fieldset class="quiz-q" id="quiz-flat" data-type="dial" data-match="any">' in page
     assert "Mat gets 58.21%." in page
     # without JavaScript: the default distribution as a table
     assert "<tr><th scope=\"row\">mat</th><td>58%</td></tr>" in page
@@ -343,7 +343,7 @@ def test_the_real_lab_builds_with_its_claims(in_tmp):
     files, content = build_files(root, None)
     lab = next(lab for lab in content.labs if lab.slug == "sampling")
     assert lab.kind == "sampling" and lab.number == 8
-    assert len(lab.quiz.questions) >= 6 and any(q.kind == "dial" for q in lab.quiz.questions)
+    assert len(lab.quiz.questions) >= 6 and any(q.type == "dial" for q in lab.quiz.questions)
     page = files["labs/sampling/index.html"].decode()
     data = re.search(r'<script type="application/json" id="lab-data">(.*?)</script>', page, re.S)[1]
     assert len(data) < 6000  # a few KB

@@ -26,11 +26,15 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from generator import build as pipeline
+from generator import sitefolder
 from generator.build import build_files
 from generator.errors import ContentError
 from generator.incremental import SiteBuilder
-from generator.serve import CSP, ChangeQueue, inject_reload, is_editor_noise, resolve_path
+from generator.kinds import get_kind
+from generator.serve import DevServer
+from generator.serve_http import CSP, LiveHTTPServer, LiveSite, inject_reload, resolve_path
+from generator.serve_mirror import Mirror
+from generator.serve_watch import ChangeQueue, is_editor_noise
 
 REPO = Path(__file__).absolute().parents[1]
 THEME = REPO / "theme"
@@ -205,14 +209,15 @@ def test_cards_are_rendered_again_when_what_the_theme_shows_of_a_lab_changes(thr
     assert result.files == build_files(content, theme)[0]
     assert b"Edited. " in result.files["index.html"] and b"Edited. " in result.files["topics/llm-engineering/index.html"]
     assert result.pages_rendered == 4  # beta + gamma, the topic, the index
-    assert "tagline" in builder._rendered.shown
+    assert "tagline" in builder.shown_fields
 
 
 def test_unchanged_lab_is_not_recomputed(three_labs, monkeypatch):
     content, theme = three_labs
     calls = []
-    real = pipeline.compute_lab
-    monkeypatch.setattr(pipeline, "compute_lab", lambda lab, *a, **kw: calls.append(lab.slug) or real(lab, *a, **kw))
+    kind = get_kind("attention")
+    real = kind.compute
+    monkeypatch.setattr(kind, "compute", lambda lab, *a, **kw: calls.append(lab.slug) or real(lab, *a, **kw))
     builder = SiteBuilder(content, theme)
     assert builder.rebuild().files == build_files(content, theme)[0]
     assert sorted(calls) == ["alpha", "alpha", "beta", "beta", "gamma", "gamma"]  # ours, then build_files'
@@ -324,19 +329,38 @@ def test_editor_noise_is_ignored(name, noise):
 
 
 def test_change_queue_hands_over_a_burst_as_one_batch():
+    """What was added before a batch is taken comes in that batch; what comes after, in the next.
+    Each step waits for what it can see (a batch handed over), not for a time."""
     changes = ChangeQueue(quiet=0.05, max_wait=1.0)
-    batches = []
-    worker = threading.Thread(target=lambda: batches.extend(iter(changes.take, None)))
-    worker.start()
+    batches: queue.Queue[set[str] | None] = queue.Queue()
     for name in ("a", "b", "c"):
         changes.add(name)
-        time.sleep(0.01)
-    time.sleep(0.3)
-    changes.add("d")
-    time.sleep(0.3)
+
+    def hand_over() -> None:
+        for batch in iter(changes.take, None):
+            batches.put(batch)
+
+    worker = threading.Thread(target=hand_over)
+    worker.start()
+    try:
+        assert batches.get(timeout=10) == {"a", "b", "c"}
+        changes.add("d")
+        assert batches.get(timeout=10) == {"d"}
+    finally:
+        changes.close()
+        worker.join(10)
+    assert not worker.is_alive() and batches.empty()
+
+
+def test_change_queue_waits_for_quiet_but_not_past_its_longest_wait():
+    """A steady stream of events is cut after ``max_wait`` (here the stream never pauses)."""
+    changes = ChangeQueue(quiet=60, max_wait=0.2)
+    changes.add("a")
+    started = time.monotonic()
+    assert changes.take() == {"a"}
+    assert time.monotonic() - started < 30  # the quiet window (60 s) did not hold it
     changes.close()
-    worker.join(5)
-    assert batches == [{"a", "b", "c"}, {"d"}]
+    assert changes.take() is None
 
 
 # -- the server, in a subprocess --------------------------------------------------------------
@@ -597,10 +621,8 @@ def test_an_error_shows_an_overlay_until_it_is_fixed(start_server, browser, tmp_
 
 
 def test_the_mirror_writes_only_the_files_that_changed(tmp_path):
-    from generator.serve import _Mirror
-
     output = tmp_path / "site"
-    mirror = _Mirror(output, lambda message: pytest.fail(message), delay=0)
+    mirror = Mirror(output, lambda message: pytest.fail(message), delay=0)
 
     def settle(expected: dict[str, bytes]) -> None:
         deadline = time.monotonic() + 10
@@ -612,7 +634,7 @@ def test_the_mirror_writes_only_the_files_that_changed(tmp_path):
             time.sleep(0.02)
         pytest.fail(f"the mirror never wrote {sorted(expected)}")
 
-    first = {pipeline.MARKER: pipeline.MARKER_TEXT, "index.html": b"one", "labs/a/index.html": b"a",
+    first = {sitefolder.MARKER: sitefolder.MARKER_TEXT, "index.html": b"one", "labs/a/index.html": b"a",
              "labs/b/index.html": b"b"}
     try:
         mirror.submit(first, now=True)
@@ -625,7 +647,7 @@ def test_the_mirror_writes_only_the_files_that_changed(tmp_path):
         after = (output / "labs/a/index.html").stat()
         assert (after.st_ino, after.st_mtime_ns) == (untouched.st_ino, untouched.st_mtime_ns), "rewritten"
         assert not (output / "labs/b").exists(), "a lab's folder that went away is removed"
-        (output / pipeline.MARKER).unlink()  # not ours any more: the next write is a whole site again
+        (output / sitefolder.MARKER).unlink()  # not ours any more: the next write is a whole site again
         mirror.submit(first, now=True)
         settle(first)
     finally:
@@ -633,14 +655,12 @@ def test_the_mirror_writes_only_the_files_that_changed(tmp_path):
 
 
 def test_the_overlay_caps_errors_per_file_and_counts_them_all(tmp_path):
-    from generator.serve import DevServer
-
     content = copy_content(tmp_path)
     (content / "labs/attention/faq.yaml").write_text(
         "".join(f"- question: Question {i}?\n  answr: no\n" for i in range(30)), encoding="utf-8")
     warned: list[str] = []
     server = DevServer(content, THEME, None, report=lambda _: None, warn=warned.append)
-    assert server._run_build(None) is None
+    assert server.run_build(None) is None
     errors = server.live.errors
     assert len(errors) == 21
     assert errors[-1]["message"] == "… and 40 more errors in this file" and errors[-1]["more"] == 40
@@ -656,20 +676,25 @@ SECURITY = {"cache-control": "no-store", "x-content-type-options": "nosniff", "c
 
 
 @pytest.fixture
-def http_server(monkeypatch):
-    """The server in this process on 127.0.0.1 (a free port), serving two small files."""
-    from generator import serve as serve_module
+def http_server():
+    """The server in this process on 127.0.0.1 (a free port), serving two small files, with a short
+    idle timeout; ``http_server(max_connections=3)`` for another limit."""
+    servers = []
 
-    monkeypatch.setattr(serve_module._Handler, "timeout", 0.5)
-    live = serve_module.LiveSite()
-    live.publish({"index.html": b"<html><body>hi</body></html>", "404.html": b"<html><body>no</body></html>"})
-    server = serve_module._HTTPServer(("127.0.0.1", 0), live)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(5)
+    def start(max_connections: int = 64) -> LiveHTTPServer:
+        live = LiveSite()
+        live.publish({"index.html": b"<html><body>hi</body></html>", "404.html": b"<html><body>no</body></html>"})
+        server = LiveHTTPServer(("127.0.0.1", 0), live, max_connections=max_connections, request_timeout=0.5)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        servers.append((server, thread))
+        return server
+
+    yield start
+    for server, thread in servers:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
 
 
 def _exchange(server, data: bytes, wait: float = 5) -> bytes:
@@ -702,32 +727,33 @@ def _headers(response: bytes) -> tuple[int, dict[str, str]]:
     (b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", 200),
 ], ids=["bad-request-line", "uri-too-long", "too-many-headers", "unknown-method", "foreign-host", "ok"])
 def test_every_response_carries_the_security_headers(http_server, request_bytes, status):
-    got, headers = _headers(_exchange(http_server, request_bytes))
+    got, headers = _headers(_exchange(http_server(), request_bytes))
     assert got == status
     assert {k: headers.get(k) for k in SECURITY} == SECURITY
 
 
 def test_an_idle_or_half_sent_connection_is_closed_after_the_timeout(http_server):
+    server = http_server()
     started = time.monotonic()
-    assert _exchange(http_server, b"GET / HTTP/1.1\r\nHost: loc", wait=10) == b""  # closed, no answer
+    assert _exchange(server, b"GET / HTTP/1.1\r\nHost: loc", wait=10) == b""  # closed, no answer
     assert time.monotonic() - started < 5
 
 
 def test_connections_beyond_the_limit_are_closed_and_the_threads_stay_bounded(http_server):
-    http_server._slots = threading.BoundedSemaphore(3)
+    server = http_server(max_connections=3)
     before = threading.active_count()
-    idle = [socket.create_connection(http_server.server_address[:2], timeout=5) for _ in range(3)]
+    idle = [socket.create_connection(server.server_address[:2], timeout=5) for _ in range(3)]
     try:
         for s in idle:
             s.sendall(b"GET / HTTP/1.1\r\n")  # half-sent: each holds a thread until its timeout
         time.sleep(0.1)
-        assert _exchange(http_server, b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n", wait=2) == b""  # turned away
+        assert _exchange(server, b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n", wait=2) == b""  # turned away
         assert threading.active_count() <= before + 3
     finally:
         for s in idle:
             s.close()
     for _ in range(50):  # the slots free up once the idle connections time out
-        got = _exchange(http_server, b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", wait=2)
+        got = _exchange(server, b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", wait=2)
         if got:
             break
         time.sleep(0.1)

@@ -174,7 +174,7 @@ def test_previous_head_scores_are_minus_c_times_squared_distance(n):
     assert (result.weights[1:].argmax(axis=1) == np.arange(n - 1)).all()
 
 
-# ---------------------------------------------------------------------------- acceptance (issue 3)
+# ---------------------------------------------------------------------------- acceptance
 
 
 def test_sat_attends_to_cat_and_mat():

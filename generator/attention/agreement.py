@@ -1,4 +1,5 @@
-"""How closely a real head's attention matches a designed head's, row by row (issue 11, item 3).
+"""How closely a real head's attention matches a designed head's, row by row: which learned head a
+designed head resembles most.
 
 For one query word, both rows are cut down to the sentence's words that both models have — the real
 model's ``[CLS]``, ``[SEP]`` and any word it splits differently are left out — and each is rescaled

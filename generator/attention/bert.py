@@ -107,7 +107,7 @@ class BertOutput:
 # ---- the math ---------------------------------------------------------------------------------
 
 # Abramowitz & Stegun 7.1.26: |error| <= 1.5e-7 over the whole real line; 5 terms and one exp,
-# so it costs ~15 vectorised operations (math.erf per element would be ~100x slower).
+# so it costs ~15 vectorised operations (math.erf would be one Python call per element).
 # The published coefficients sum to 1 - 1e-9; dividing by their sum makes erf(0) exactly 0
 # and moves no value by more than 1e-9.
 _ERF_P = 0.3275911

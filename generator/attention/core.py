@@ -21,10 +21,10 @@ def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:  # [...] -> [...]
     x = np.asarray(x)
     if not np.issubdtype(x.dtype, np.floating):
         x = x.astype(np.float64)
-    return _softmax_into(x, np.empty_like(x), axis)
+    return softmax_into(x, np.empty_like(x), axis)
 
 
-def _softmax_into(x: np.ndarray, out: np.ndarray, axis: int) -> np.ndarray:  # [...], [...] -> out
+def softmax_into(x: np.ndarray, out: np.ndarray, axis: int) -> np.ndarray:  # [...], [...] -> out
     """:func:`softmax` written into ``out``, which may be ``x`` itself (no temporaries of x's size)."""
     peak = np.max(x, axis=axis, keepdims=True)
     np.copyto(peak, 0, where=~np.isfinite(peak))  # all -inf slice: avoid -inf - -inf
@@ -76,7 +76,7 @@ def scaled_dot_product_attention(
             np.copyto(scores, -np.inf, where=~mask)
         else:  # mask has more leading axes than q and k
             scores = np.where(mask, scores, np.asarray(-np.inf, dtype=dtype))
-    weights = _softmax_into(scores, scores, axis=-1)
+    weights = softmax_into(scores, scores, axis=-1)
     return np.matmul(weights, v), weights
 
 

@@ -107,7 +107,7 @@ def experiment(d_values=D_VALUES, n: int = N_KEYS, draws: int = DRAWS, seed: int
 
 def payload(d_values=D_VALUES, n: int = N_KEYS, draws: int = DRAWS, seed: int = SEED) -> dict:
     """The page's ``"sqrt"`` data: small (≈ 1.3 KB, 0.5 KB gzip), rounded, every number from
-    :func:`experiment`. A fresh copy each call; computed once per process (≈ 0.5 s).
+    :func:`experiment`. A fresh copy each call; computed once per process.
 
     The example's keys are listed strongest first (÷√d keeps the order, so one order serves
     both); its percentages are rounded by the largest-remainder method and sum to 100."""

@@ -1,4 +1,4 @@
-"""What position is for: the designed heads on a sentence whose words are shuffled (issue 10, item 4).
+"""What position is for: the designed heads on a sentence whose words are shuffled.
 
 Attention itself is blind to order. Permute the rows of its input and its output rows and weight
 rows are permuted the same way — softmax(P·Q·(P·K)ᵀ/√d) = P·softmax(Q·Kᵀ/√d)·Pᵀ for a permutation
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from generator.attention import teaching
-from generator.attention.core import _softmax_into, scaled_dot_product_attention
+from generator.attention.core import softmax_into, scaled_dot_product_attention
 
 _POSITION_DIMS = [teaching.EMBEDDING_DIMS.index(d) for d in ("position", "position²", "constant")]
 MAX_DRAWS = 1000  # permutations tried for one that moves every word and splits every neighbour pair
@@ -83,5 +83,5 @@ def shuffle(words: Sequence[teaching.Word], order: np.ndarray, heads: Sequence[s
         for j, y in enumerate((x, moved)):
             q, k = y @ h.w_q, y @ h.w_k
             np.matmul(q * (1.0 / np.sqrt(h.d_k)), k.T, out=logits[2 * i + j])  # as scaled_dot_product_attention
-    weights = _softmax_into(logits, logits, axis=-1)
+    weights = softmax_into(logits, logits, axis=-1)
     return {head_id: (weights[2 * i], weights[2 * i + 1]) for i, head_id in enumerate(heads)}

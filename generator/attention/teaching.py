@@ -71,7 +71,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from generator.attention.core import _softmax_into, causal_mask
+from generator.attention.core import softmax_into, causal_mask
 from generator.errors import did_you_mean
 from generator.pickling import pickled_as_call
 
@@ -115,8 +115,10 @@ _LEXICON_SOURCE = {
 LEXICON: dict[str, str] = {w: role for role, words in _LEXICON_SOURCE.items() for w in words.split()}
 assert len(LEXICON) == sum(len(w.split()) for w in _LEXICON_SOURCE.values()), "a word is listed under two roles"
 
-_PUNCT = ".,;:!?…—–-\"“”‘’'()[]{}"
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+# Characters a token may carry around its word ("(cat),"), and that make a token punctuation alone.
+PUNCTUATION = ".,;:!?…—–-\"“”‘’'()[]{}"
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")  # an untagged token written so is a number (NUM)
+# (Both are read by the model's JavaScript port too: generator/kinds/attention/own.py.)
 
 
 @pickled_as_call
@@ -151,10 +153,10 @@ class TaggingError(ValueError):
 def _split_token(token: str) -> list[tuple[int, str]]:  # -> [(offset in token, piece)]
     """Split leading and trailing punctuation off one whitespace-free token."""
     core = token.split("/", 1)[0]
-    if core and all(c in _PUNCT for c in core):  # ".", "—", "./PUNCT"
+    if core and all(c in PUNCTUATION for c in core):  # ".", "—", "./PUNCT"
         return [(0, token)]
-    lead = len(token) - len(token.lstrip(_PUNCT))
-    tail = len(token) - len(token.rstrip(_PUNCT))
+    lead = len(token) - len(token.lstrip(PUNCTUATION))
+    tail = len(token) - len(token.rstrip(PUNCTUATION))
     pieces = []
     if lead:
         pieces.append((0, token[:lead]))
@@ -195,9 +197,9 @@ def parse_sentence(text: str) -> tuple[Word, ...]:
                         offset + len(word) + 1, piece, len(word) + 1,
                         f"unknown tag {tag!r} on {word!r}{hint}; tags: {VALID_TAGS_TEXT}"))
                     continue
-            elif all(c in _PUNCT for c in word):
+            elif all(c in PUNCTUATION for c in word):
                 role = "PUNCT"
-            elif _NUMBER.fullmatch(word):
+            elif NUMBER.fullmatch(word):
                 role = "NUM"
             elif word.lower().replace("’", "'") in LEXICON:
                 role = LEXICON[word.lower().replace("’", "'")]
@@ -592,7 +594,7 @@ def compute(
     logits[:n] += biases  # a head without a bias adds zeros: the same weights (at most a 0 becomes +0)
     logits[n:] += biases
     np.copyto(logits, -np.inf, where=~mask)
-    weights = _softmax_into(logits, logits, axis=-1)
+    weights = softmax_into(logits, logits, axis=-1)
     results = {}
     for i, h in enumerate(hs):
         q, k, v = qkv[i]
@@ -618,7 +620,7 @@ def self_weights(queries: Sequence[Word], heads: Sequence[str] = HEAD_IDS) -> np
         bias = h.bias_rule(roles, roles, "self")
         if bias is not None:  # compute adds zeros for a head without one: the same weights
             logits[i] += bias
-    return _softmax_into(logits, logits, axis=-1)
+    return softmax_into(logits, logits, axis=-1)
 
 
 def residual(queries: Sequence[Word], results: Mapping[str, HeadResult]) -> tuple[np.ndarray, np.ndarray]:

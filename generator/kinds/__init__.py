@@ -25,6 +25,11 @@ A kind's package folder (``LabKind.folder``) holds its page parts:
 A theme overrides any of them file by file at ``theme/kinds/<name>/…``. Files a kind reads
 itself (e.g. scripts it writes beside a page, from its ``static/later/``) are its own business
 and not part of the theme.
+
+A kind imports this module — the hooks, and the types they take and give (:class:`Lab`,
+:class:`Option`, :class:`Reader`, :class:`Diagnostic`) — and :mod:`generator.kinds.helpers`
+(page data as JSON, fingerprinted files, the addresses of shared files); nothing else of the
+generator.
 """
 
 from __future__ import annotations
@@ -43,6 +48,11 @@ from typing import Any, ClassVar
 from generator.errors import BuildError, Diagnostic
 from generator.model import Lab, Option
 from generator.source import Reader
+
+# A kind's whole view of the generator: the hooks and what they take and give, here; and
+# generator.kinds.helpers for the files and JSON a page carries.
+__all__ = ["ENTRY_POINT_GROUP", "Computed", "Diagnostic", "KindQuestion", "Lab", "LabKind", "Option", "PageData",
+           "Reader", "all_kinds", "get_kind", "kind_names"]
 
 log = logging.getLogger(__name__)
 
@@ -74,19 +84,10 @@ class PageData:
     """What a lab page carries: ``embedded`` goes into ``<script type="application/json"
     id="lab-data">``; each of ``files`` (file name → bytes) is written beside the page, e.g. a
     script the kind's code adds with ``<script src>`` only when a learner asks for it (make one
-    with :func:`generator.render.lazy_script`, which also gives its fingerprinted name)."""
+    with :func:`generator.kinds.helpers.lazy_script`, which also gives its fingerprinted name)."""
 
     embedded: Any
     files: Mapping[str, bytes] = field(default_factory=dict)
-
-
-def shared_src(kind: str, name: str) -> str:
-    """The URL, relative to a lab page (``labs/<slug>/``), of the file ``name`` of kind ``kind``'s
-    :meth:`LabKind.shared_files`."""
-    return f"../../{SHARED_FOLDER}/{kind}/{name}"
-
-
-SHARED_FOLDER = "assets/kinds"  # kinds' shared files, in the site: <SHARED_FOLDER>/<kind>/<name>
 
 
 class LabKind:
@@ -142,7 +143,7 @@ class LabKind:
         """Everything :meth:`compute` reads, for the content hash that decides when ``labs serve``
         computes again: bytes, and files whose bytes count too. The default pickles the spec,
         the kind's questions and the options; a kind that reads files must name them."""
-        own = tuple(q for q in lab.quiz.questions if q.kind in self.question_types)
+        own = tuple(q for q in lab.quiz.questions if q.type in self.question_types)
         return pickle.dumps((lab.spec, own, sorted(options.items())), pickle.HIGHEST_PROTOCOL), ()
 
     # -- page -------------------------------------------------------------------------
@@ -153,9 +154,10 @@ class LabKind:
     def shared_files(self) -> Mapping[str, bytes]:
         """Files that every lab page of this kind may load and that are the same for every lab —
         code, and tables that do not depend on the lab — by file name (fingerprint it with
-        :func:`generator.render.fingerprint`). The build writes them once, into
+        :func:`generator.kinds.helpers.fingerprint`). The build writes them once, into
         ``assets/kinds/<kind>/``, instead of beside every page; a browser then fetches each once
-        for the whole site. A page names one as :func:`shared_src` gives it. Default: none."""
+        for the whole site. A page names one as :func:`generator.kinds.helpers.shared_src` gives
+        it. Default: none."""
         return {}
 
     def heavy_part(self, lab: Lab, embedded: Any) -> tuple[Path, int, int, int] | None:

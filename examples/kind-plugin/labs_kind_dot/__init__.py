@@ -25,10 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from generator.errors import Diagnostic
-from generator.kinds import Computed, LabKind
-from generator.model import Lab
-from generator.source import Reader
+from generator.kinds import Computed, Diagnostic, Lab, LabKind, Reader
 
 MIN_SIZE, MAX_SIZE = 2, 8  # a vector a learner can read in one row
 MAX_ABS = 1000.0  # numbers a learner can read; also keeps squares far from overflow

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import ContentError, Diagnostic, did_you_mean
-from generator.kinds import Computed, KindQuestion, LabKind, PageData, shared_src
+from generator.kinds import Computed, KindQuestion, LabKind, PageData
 from generator.kinds.attention.numbers import as_json
 from generator.kinds.attention.own import own_script
 from generator.kinds.attention.realmodel import ModelSpec, compute_real, read_model
 from generator.kinds.attention.widget import WidgetSpec, check_claims, compute_widget, read_widget, read_word, top_keys
+from generator.kinds.helpers import compact_json, fingerprint, json_for_script, lazy_script, minified, shared_src
 from generator.model import Lab, Option
-from generator.render import compact_json, fingerprint, json_for_script, lazy_script, minified
 from generator.source import Reader
 
 # Fields of the computed payload that the page's script never reads stay out of the page.
@@ -95,7 +95,7 @@ class AttentionKind(LabKind):
         from generator.attention.scaling import payload as sqrt_demo  # the ÷√d demo: sqrt.html, static/70-sqrt.js
 
         payload["sqrt"] = sqrt_demo()
-        from generator.kinds.attention.pattern import shuffles  # the pattern view's shuffle (issue 10)
+        from generator.kinds.attention.pattern import shuffles  # what the pattern view's shuffle shows
 
         payload["shuffle"] = shuffles(spec.widget)
         problems = check_claims(spec.widget, payload) + _check_word_questions(lab, payload)
@@ -164,10 +164,10 @@ class AttentionKind(LabKind):
         shared = _shared()
         src = {key: shared_src(self.name, name) for key, name in shared.names.items()}
         payload["more"] = {"src": src["more"]}
-        # "Your sentence" (issue 10): the designed model in JavaScript, its tables and its UI (own.py).
+        # "Your sentence": the designed model in JavaScript, its tables and its UI (own.py).
         payload["own"] = {"src": src["own"]}
-        # The pattern view (issue 10, items 3–4; issue 11, item 3): its code, the shuffles and the
-        # closest learned heads load when the learner opens it (pattern.py).
+        # The pattern view (every query of a head at once): its code, the shuffles and the closest
+        # learned heads load when the learner opens it (pattern.py).
         from generator.kinds.attention.pattern import lazy_pattern
 
         payload["pattern"] = {**lazy_pattern(payload.pop("shuffle", {}), (real or {}).get("learned"), files),
@@ -274,7 +274,7 @@ def _shared() -> _Shared:
 def _check_word_questions(lab: Lab, payload: dict) -> list[Diagnostic]:
     problems = []
     for q in lab.quiz.questions:
-        if q.kind != "word":
+        if q.type != "word":
             continue
         data: WordQuestion = q.data
         top = top_keys(payload, data.sentence_id, data.head_id, data.query_index, k=1)[0]

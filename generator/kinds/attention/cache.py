@@ -42,7 +42,7 @@ import numpy as np
 from generator.attention.bert import BertModel
 from generator.attention.realheads import PER_MILLE, largest_remainder, word_attention
 from generator.errors import BuildError, ContentError, Diagnostic, display_path
-from generator.render import EncodedArray
+from generator.kinds.helpers import EncodedArray
 
 CACHE_FORMAT = "attention-labs/real-heads-cache"
 CACHE_VERSION = 1
@@ -231,11 +231,12 @@ def _check_entry(entry, checked: bool = False) -> tuple[list[str], np.ndarray | 
 def _decode_saved(text: str) -> Cache | None:
     """The cache in ``text`` when it is laid out exactly as :func:`save_cache` writes it, with each
     entry's attention as a read-only int16 array whose rows are known to sum to 1000; None for
-    anything else (then :mod:`json` decodes it and reports what is wrong). Decoding 10,000 per-mille
-    integers per sentence with :mod:`json` and then turning the nested lists into an array was most
-    of a lab's load; here the integers of every entry are read at once by NumPy straight from the
-    text's bytes (:func:`_per_mille_arrays`), after checking that the brackets around them are
-    exactly those of a [layers][heads][n][n] array."""
+    anything else (then :mod:`json` decodes it and reports what is wrong). Instead of :mod:`json`'s
+    nested lists of 10,000 per-mille integers a sentence, turned into an array after, the integers
+    of every entry are read at once by NumPy straight from the text's bytes
+    (:func:`_per_mille_arrays`), after checking that the brackets around them are exactly those of
+    a [layers][heads][n][n] array. What it saves of a build: ``docs/benchmarks.md``, "Stand-ins for
+    a library"."""
     stops = []  # where each line ends (lines are found, not split: str.split copied 560 KB slowly)
     at = text.find("\n")
     while at >= 0:

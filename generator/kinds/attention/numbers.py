@@ -5,11 +5,11 @@
 a few dozen numbers, and NumPy's cost is per call, not per number. Each list it returns is a
 :class:`Numbers`, which also carries its JSON text, exactly as ``json.dumps(the_list,
 separators=(",", ":"))`` would write it. Both come from a table of the numbers most arrays hold
-(:func:`_table`: each one's Python value and text, made once per process: 10 ms, 2 MB), so that
+(:func:`_table`: each one's Python value and text, made once per process), so that
 most numbers cost a lookup, not a conversion and a ``repr``: :func:`as_json` hands the text to
-:func:`~generator.render.json_for_script`, which then copies it instead of encoding the list
-(most of a lab's page scripts are these numbers). A :class:`Numbers` must not be changed after
-it is made; nothing does.
+:func:`~generator.kinds.helpers.json_for_script`, which then copies it instead of encoding the list
+(most of a lab's page scripts are these numbers; what it saves of a build: ``docs/benchmarks.md``,
+"Stand-ins for a library"). A :class:`Numbers` must not be changed after it is made; nothing does.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from generator.render import JSONText
+from generator.kinds.helpers import JSONText
 
 # The table covers |value| <= TABLE_RANGE / 10**decimals (8.192 at three decimals: 97.5 % of a
 # lab's numbers that are not whole); the rest are made one by one. Decimals beyond MAX_DECIMALS get no text: at
@@ -49,7 +49,7 @@ class Numbers(list):
 
 
 def as_json(value: Any) -> Any:
-    """``value`` for :func:`~generator.render.json_for_script`: a :class:`Numbers` with text as that
+    """``value`` for :func:`~generator.kinds.helpers.json_for_script`: a :class:`Numbers` with text as that
     text, anything else as it is."""
     if isinstance(value, Numbers) and getattr(value, "json", None) is not None:
         return JSONText(value.json)

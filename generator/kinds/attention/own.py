@@ -1,4 +1,4 @@
-""""Your sentence": the designed model run in the learner's browser (issue 10).
+""""Your sentence": the designed model run in the learner's browser, on a sentence of their own.
 
 The spotlight's own sentences are computed at build time; a learner's sentence is computed in
 the page by a JavaScript port of :mod:`generator.attention.teaching` (``static/later/own-model.js``), with
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.attention import teaching
-from generator.render import fingerprint, json_for_script, minified
+from generator.kinds.helpers import fingerprint, json_for_script, minified
 
 SOURCES = ("own-model.js", "own-ui.js")  # concatenated in this order after the tables
 FOLDER = Path(__file__).parent / "static" / "later"  # scripts loaded on demand, not in the kind bundle
@@ -39,8 +39,8 @@ def model_tables() -> dict[str, Any]:
         "tag_aliases": t.TAG_ALIASES,
         "valid_tags_text": t.VALID_TAGS_TEXT,
         "lexicon": dict(sorted(t.LEXICON.items())),
-        "punct": t._PUNCT,
-        "number": t._NUMBER.pattern,  # a Python pattern; model.js reads \\d as any decimal digit, as Python does
+        "punct": t.PUNCTUATION,
+        "number": t.NUMBER.pattern,  # a Python pattern; own-model.js reads \\d as any decimal digit, as Python does
         "max_words": t.MAX_WORDS,
         "embedding_dims": list(t.EMBEDDING_DIMS),
         "residual_dims": list(t.RESIDUAL_DIMS),

@@ -1,6 +1,6 @@
 """The pattern view: every query of the current head at once, the shuffle, the closest learned heads.
 
-Issue 10 (items 3 and 4) and issue 11 (item 3). The view's code (``static/later/pattern.js``) and
+The view's code (``static/later/pattern.js``) and
 the numbers only it reads — each self-attention sentence's shuffle (:func:`shuffles`, computed by
 :mod:`generator.attention.shuffle`) and each designed head's closest real head
 (:func:`generator.kinds.attention.realmodel.learned_matches`) — travel as one classic script beside
@@ -16,7 +16,7 @@ from typing import Any
 from generator.attention import shuffle as shuffling
 from generator.kinds.attention.numbers import as_json, rounded_lists
 from generator.kinds.attention.widget import WidgetSpec
-from generator.render import fingerprint, json_for_script, minified
+from generator.kinds.helpers import fingerprint, json_for_script, minified
 
 FOLDER = Path(__file__).parent / "static" / "later"
 

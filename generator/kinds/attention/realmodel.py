@@ -196,7 +196,7 @@ def _read_word(reader: Reader, where: tuple, written: str, words: tuple[str, ...
 
 def _read_finder_sentences(reader: Reader, where: tuple, widget) -> list[tuple[FinderSentence, tuple]]:
     """``model.sentences``: id and tagged text of each finder-only sentence, with where its text is."""
-    from generator.kinds.attention.widget import _ID, _read_words
+    from generator.kinds.attention.widget import SENTENCE_ID, read_words
 
     found: list[tuple[FinderSentence, tuple]] = []
     if reader.value(where) is None:
@@ -206,10 +206,10 @@ def _read_finder_sentences(reader: Reader, where: tuple, widget) -> list[tuple[F
         if reader.mapping(where + (i,), required=("id", "text")) is None:
             continue
         sentence_id = reader.string(where + (i, "id"), multiline=False)
-        words, _text = _read_words(reader, where + (i, "text"))
+        words, _text = read_words(reader, where + (i, "text"))
         if sentence_id is None or words is None:
             continue
-        if not _ID.fullmatch(sentence_id):
+        if not SENTENCE_ID.fullmatch(sentence_id):
             reader.error(where + (i, "id"), f"sentence id {sentence_id!r} may use only letters, digits, '-' and '_'")
             continue
         if sentence_id in taken:

@@ -1,4 +1,4 @@
-"""The ÷√d demo's page parts (issue #11, item 6): its code and numbers as one script loaded on demand.
+"""The ÷√d demo's page parts: its code and numbers as one script loaded on demand.
 
 The numbers come from :mod:`generator.attention.scaling` (computed in ``AttentionKind.compute``
 as ``payload["sqrt"]``; ``sqrt.html`` renders them as a table that needs no script). The slider's
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from generator.render import fingerprint, json_for_script, minified
+from generator.kinds.helpers import fingerprint, json_for_script, minified
 
 CODE = Path(__file__).parent / "static" / "later" / "sqrt-demo.js"
 STYLE = Path(__file__).parent / "static" / "later" / "sqrt-demo.css"

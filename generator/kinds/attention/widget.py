@@ -66,7 +66,7 @@ from generator.source import Reader
 from generator.pickling import pickled_as_call
 
 PAYLOAD_VERSION = 1
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+SENTENCE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")  # a sentence id: in URLs and file names
 # The claim's optional "(>= 60%)": every \s* sits between literals, so it matches in linear
 # time; [0-9], not \d, so that "٧" or "²" is not read as a digit.
 _SHARE = re.compile(r"\(\s*>=\s*(?P<share>[0-9]+(?:\.[0-9]+)?)\s*%\s*\)")
@@ -228,7 +228,7 @@ def _read_sentence(reader: Reader, where: tuple, head_ids: Sequence[str]) -> Sen
     if mapping is None:
         return None
     sentence_id = reader.string(where + ("id",), multiline=False)
-    if sentence_id is not None and not _ID.fullmatch(sentence_id):
+    if sentence_id is not None and not SENTENCE_ID.fullmatch(sentence_id):
         reader.error(where + ("id",), f"sentence id {sentence_id!r} may use only letters, digits, '-' and '_'")
     kind = reader.string(where + ("kind",), multiline=False) if "kind" in mapping else "self"
     if kind is not None and kind not in teaching.KINDS:
@@ -242,11 +242,11 @@ def _read_sentence(reader: Reader, where: tuple, head_ids: Sequence[str]) -> Sen
         reader.error(where, "missing required key 'source' in a kind: cross sentence (the words the queries read)")
     label: str | None = reader.string(where + ("label",), multiline=False) if "label" in mapping else None
     note = reader.string(where + ("note",), multiline=False) if "note" in mapping else ""
-    query_words, text = _read_words(reader, where + ("text",))
+    query_words, text = read_words(reader, where + ("text",))
     key_words, source = query_words, None
     key_label: str | None = ""
     if kind == "cross" and "source" in mapping:
-        key_words, source = _read_words(reader, where + ("source",))
+        key_words, source = read_words(reader, where + ("source",))
         key_label = (reader.string(where + ("source_label",), multiline=False)
                      if "source_label" in mapping else "source")
     query = 0
@@ -267,7 +267,9 @@ def _read_sentence(reader: Reader, where: tuple, head_ids: Sequence[str]) -> Sen
     return SentenceSpec(sentence_id, label, kind, note, query_words, key_words, key_label, tuple(claims), query)
 
 
-def _read_words(reader: Reader, where: tuple) -> tuple[tuple[teaching.Word, ...] | None, str | None]:
+def read_words(reader: Reader, where: tuple) -> tuple[tuple[teaching.Word, ...] | None, str | None]:
+    """The tagged sentence at ``where`` as the model's words, and its text as written; (None, text)
+    after reporting each tagging mistake at its word's line and column, (None, None) without a text."""
     text = reader.string(where)
     if text is None:
         return None, None

@@ -32,7 +32,7 @@ window.Labs.later.when("quiz", quiz => { // once the quiz is in the page (15-lat
    * after a wrong try, the explanation open — or, with `chosen` null, as new.
    */
   function show(q, chosen) {
-    const right = correctIds(q), ok = !!chosen && isRight(q, chosen), multiple = q.dataset.kind === "multiple";
+    const right = correctIds(q), ok = !!chosen && isRight(q, chosen), multiple = q.dataset.type === "multiple";
     const firstOk = isRight(q, first[qid(q)]);
     for (const input of inputsOf(q)) {
       const id = idOf(input), picked = !!chosen?.includes(id), good = right.includes(id);
@@ -73,7 +73,7 @@ window.Labs.later.when("quiz", quiz => { // once the quiz is in the page (15-lat
     scoreEl.hidden = false;
   }
   function answer(q, chosen) {
-    if (chosen && !chosen.length) return feedback(q, q.dataset.kind === "multiple" ? "Tick at least one option, then Check." : "Pick an answer, then Check.");
+    if (chosen && !chosen.length) return feedback(q, q.dataset.type === "multiple" ? "Tick at least one option, then Check." : "Pick an answer, then Check.");
     const id = qid(q);
     if (chosen) {
       answers[id] = chosen;

@@ -1,0 +1,87 @@
+"""The stages of a build, each written once. ``labs build`` (:mod:`generator.build`) runs them over
+every lab; ``labs serve``'s incremental builder (:mod:`generator.incremental`) runs the same ones
+over the labs that changed and keeps what the others gave before.
+
+load     :func:`load_lab`: a lab's folder → its :class:`~generator.model.Lab` (content.py reads it),
+         its mistakes, and the ``lab:``/``topic:`` links it asked about;
+compute  :func:`compute_lab`: its kind computes its numbers and checks its claims against them;
+render   :func:`render_lab`: its page and the files beside it, and the links of its page;
+         ``Renderer.render_site``: the rest of the site around the labs' files;
+links    :mod:`generator.links`: collected where a page is rendered, checked once all are known;
+finish   :func:`finish_site`: the marker and ``content/static/``, then the site is written
+         (:mod:`generator.sitefolder`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from generator.content import RecordingLinkTargets, SiteSource, load_lab as _read_lab, static_files
+from generator.errors import Diagnostic
+from generator.kinds import Computed, LabKind, get_kind
+from generator.links import PageLinks, page_links
+from generator.model import Content, Lab
+from generator.render import Renderer
+from generator.sitefolder import MARKER, MARKER_TEXT
+
+
+@dataclass(frozen=True)
+class LoadedLab:
+    """One lab folder, read (picklable: it may come from a worker process)."""
+
+    lab: Lab | None  # None when it has mistakes
+    diagnostics: tuple[Diagnostic, ...]
+    asked: dict[str, str | None]  # every lab:/topic: link it wrote, with the answer to "is it good?"
+
+
+def load_lab(source: SiteSource, slug: str) -> LoadedLab:
+    """Read and validate the lab ``slug`` of ``source``, noting the links it asked about: a lab
+    that did not load still has its links checked, and ``labs serve`` reads a lab again when an
+    answer changes (a lab it links to appeared or went)."""
+    recording = RecordingLinkTargets(source.links.labs, source.links.topics)
+    lab, diagnostics = _read_lab(replace(source, links=recording), slug)
+    return LoadedLab(lab, diagnostics, recording.asked)
+
+
+def compute_lab(lab: Lab, options: Mapping[str, Any] | None = None) -> Computed:
+    """Compute one lab with its kind: its payload, the problems found by checking its claims
+    and its questions of the kind's own types against the numbers, and notes for the author."""
+    return get_kind(lab.kind).compute(lab, dict(options or {}))
+
+
+def kinds_of(content: Content) -> list[LabKind]:
+    """The kinds of the site's labs, each once, by name."""
+    return [get_kind(name) for name in sorted({lab.kind for lab in content.labs})]
+
+
+@dataclass(frozen=True)
+class RenderedLab:
+    """One lab's files by output path (its page and the files its kind puts beside it), the links
+    of its page, and the renderer's warnings about it (positioned: ``path:line:col: warning: …``)."""
+
+    files: dict[str, bytes]
+    links: dict[str, PageLinks]
+    warnings: tuple[str, ...]
+
+
+def render_lab(renderer: Renderer, index: int, payload: Any) -> RenderedLab:
+    """Render lab ``index`` of the renderer's site from its computed ``payload``."""
+    labs = renderer.content.labs
+    files = renderer.lab_files(labs[index], payload, labs[index - 1] if index > 0 else None,
+                               labs[index + 1] if index + 1 < len(labs) else None)
+    links = {path: page_links(data.decode("utf-8")) for path, data in files.items() if path.endswith(".html")}
+    warnings = tuple(renderer.warnings)
+    renderer.warnings.clear()
+    return RenderedLab(files, links, warnings)
+
+
+def finish_site(files: dict[str, bytes], content_dir: Path, written: Collection[str] = ()) -> None:
+    """Add what every site has besides the pages to ``files``: the marker that makes the folder ours
+    and ``content/static/``, copied as it is. A file there must not take a path the build makes:
+    one of ``files`` or of ``written`` (the paths already written into the site's folder). Raises
+    ContentError for such a file or a link out of ``content/``."""
+    files[MARKER] = MARKER_TEXT
+    files.update(static_files(content_dir, files if not written else set(files) | set(written)))

@@ -1,0 +1,212 @@
+"""The site folder: written whole into a temporary folder beside the output, then swapped in.
+
+A build never leaves a half-written site: :func:`site_folder` gives a new, empty folder beside
+the output, marked as ours (:data:`MARKER`), and swaps it in for the output in one step where the
+OS can (Linux ``renameat2``), in two renames elsewhere, only when the block that writes it ends
+without an exception. A build killed on the way leaves ``.NAME-new-PID-*`` or ``.NAME-old-PID-*``
+folders beside the output, which the next one removes (:func:`clean_litter`), putting the
+previous site back first if the kill fell between the two renames. A folder that does not carry
+our marker is never replaced (:func:`guard_output`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from generator.errors import BuildError, display_path
+
+log = logging.getLogger(__name__)
+
+MARKER = ".labs-build"  # marks a folder as ours, so a rebuild may replace it
+MARKER_TEXT = b"Built by Attention Labs (labs build). This folder is replaced by every build.\n"
+
+
+def pause_for_tests(point: str) -> None:
+    """Hold the build at ``point`` when ``LABS_TEST_PAUSE_AT`` names it, after saying so on
+    stderr: the crash-safety tests SIGKILL a real build there."""
+    if os.environ.get("LABS_TEST_PAUSE_AT") == point:
+        os.write(2, f"paused at {point}\n".encode())
+        time.sleep(60)
+
+
+def guard_output(output: Path, content_dir: Path, theme_dir: Path | None) -> None:
+    out = output.resolve()
+    for name, folder in (("content", content_dir), ("theme", theme_dir)):
+        if folder is None:
+            continue
+        f = folder.resolve()
+        if out == f or out.is_relative_to(f) or f.is_relative_to(out):
+            raise BuildError(f"the output folder must not contain or be inside the {name} folder "
+                             f"{display_path(folder)}/", display_path(output))
+    if out.exists() and not out.is_dir():
+        raise BuildError("output exists and is not a folder", display_path(output))
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists():
+        raise BuildError(f"refusing to replace a folder that was not built by labs (no {MARKER} in it); "
+                         "empty it or choose another --output", display_path(output))
+
+
+_LITTER = re.compile(r"\.(?P<name>.+)-(?:new|old)-(?P<pid>[0-9]+)-[^/]*")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. PermissionError: someone else's process
+        return True
+    return True
+
+
+def _is_ours(folder: Path) -> bool:
+    """A folder a build wrote: it holds our marker, or it is still empty (killed right after mkdtemp)."""
+    try:
+        if not any(folder.iterdir()):
+            return True
+        marker = folder / MARKER
+        return marker.is_file() and not marker.is_symlink() and marker.read_bytes() == MARKER_TEXT
+    except OSError:
+        return False
+
+
+def clean_litter(output: Path) -> None:
+    """Remove the ``.NAME-new-PID-*`` and ``.NAME-old-PID-*`` folders that killed builds left beside
+    ``output`` — only those whose build process is gone and that carry our marker. When the
+    output itself is missing (a build killed between the two renames of the fallback swap), the
+    previous site waiting in ``.NAME-old-*`` is put back first."""
+    parent = output.resolve().parent
+    if not parent.is_dir():
+        return
+    litter = []
+    for entry in sorted(parent.iterdir()):
+        m = _LITTER.fullmatch(entry.name)
+        if m and m["name"] == output.name and entry.is_dir() and not entry.is_symlink() \
+                and int(m["pid"]) != os.getpid() and not _alive(int(m["pid"])) and _is_ours(entry):
+            litter.append(entry)
+    if not os.path.lexists(output):
+        old = [e for e in litter if "-old-" in e.name and (e / MARKER).is_file()]
+        if old:
+            os.rename(old[0], output)
+            litter.remove(old[0])
+            log.warning("put the previous site back from %s (a build was killed mid-swap)", old[0].name)
+    for entry in litter:
+        shutil.rmtree(entry, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    errno = ctypes.get_errno()
+    if errno in (38, 22, 95):  # ENOSYS, EINVAL (file system without it), EOPNOTSUPP
+        return False
+    raise OSError(errno, os.strerror(errno))
+
+
+def write_site(files: dict[str, bytes], output: Path) -> None:
+    """Write ``files`` into a temporary folder beside ``output``, then swap it in.
+
+    The swap exchanges the two folders in one step where the OS can (Linux), so the output
+    path is never missing; elsewhere it is two renames, and a build killed between them is
+    repaired by the next one (:func:`clean_litter`)."""
+    with site_folder(output) as tmp:
+        write_files(tmp, files)
+
+
+@contextmanager
+def site_folder(output: Path):
+    """A new, empty site folder beside ``output`` (holding only our marker) to write the site into;
+    swapped in for ``output`` when the block ends without an exception, removed if it raises."""
+    output = Path(output)
+    parent = output.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    clean_litter(output)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}-new-{os.getpid()}-", dir=parent))
+    try:
+        (tmp / MARKER).write_bytes(MARKER_TEXT)  # first, so a killed build's folder is provably ours
+        yield tmp
+        os.chmod(tmp, 0o755)
+        _swap_in(tmp, output, parent)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise BuildError(f"cannot write the site: {exc.strerror or exc}", display_path(output)) from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def write_files(folder: Path, files: Mapping[str, bytes]) -> None:
+    """Write ``files`` (output path -> bytes) into ``folder``, in path order."""
+    made: set[Path] = set()
+    for rel, data in sorted(files.items()):
+        target = folder / rel
+        if target.parent not in made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.add(target.parent)
+        target.write_bytes(data)
+        pause_for_tests("write")
+
+
+def _swap_in(tmp: Path, output: Path, parent: Path) -> None:
+    target = output.resolve() if output.is_symlink() else output
+    if target.exists() and _exchange(tmp, target):
+        shutil.rmtree(tmp, ignore_errors=True)  # now the previous site
+        return
+    old = None
+    if target.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{output.name}-old-{os.getpid()}-", dir=parent))
+        os.rmdir(old)
+        os.replace(target, old)
+        pause_for_tests("swap")
+    try:
+        os.replace(tmp, target)
+    except OSError:
+        if old is not None:
+            os.replace(old, target)  # put the previous site back
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+class SiteFiles(Mapping):
+    """A built site's files by output path, read from its folder when asked for (a large site's
+    bytes are not held in memory after the build)."""
+
+    def __init__(self, folder: Path, paths: Iterable[str]):
+        self.folder = Path(folder)
+        self._paths = sorted(paths)
+        self._known = set(self._paths)
+
+    def __getitem__(self, path: str) -> bytes:
+        if path not in self._known:
+            raise KeyError(path)
+        return (self.folder / path).read_bytes()
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._known
+
+    def __iter__(self):
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)

@@ -1,0 +1,100 @@
+"""Worker processes for the labs of a large site: a build maps a function over its labs, in a
+process pool on a machine with several cores, else in this process, with the same results.
+
+A lab's work is independent of every other lab's, so the pool forks after the site is loaded
+(each worker has it all already) and results come back in order.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+from generator.content import lab_folders
+
+# Below this many labs a process pool costs more than it saves.
+PARALLEL_MIN_LABS = 16
+
+
+def _die_with_parent() -> None:
+    """Pool worker initializer: end this worker when the build that started it is gone.
+
+    A build killed with SIGKILL cannot tear its pool down, and orphaned workers would hold
+    its stdout and stderr open forever (a CI job or editor reading them would hang). On
+    Linux the kernel is asked to send SIGKILL when the parent dies (prctl PR_SET_PDEATHSIG:
+    immediate, and it needs no cooperation from the dying parent). Everywhere, and as a
+    second line on Linux (the signal follows the thread that forked, not the process), a
+    daemon thread checks twice a second that the parent is still ours and exits if not."""
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="labs-parent-watch", daemon=True).start()
+
+
+def _start_worker(initializer: Callable | None, initargs: tuple) -> None:
+    _die_with_parent()
+    # The build pauses the cyclic collector (generator.build), and a forked worker inherits the
+    # pause; but with no collector at all the reference cycles a lab leaves behind would stay, and
+    # a worker's memory would grow with every lab it renders. A worker collects once per lab instead
+    # (lab_done), the youngest generation only: what that lab made. Everything it inherited is
+    # frozen, so no collection scans the site it was forked with.
+    gc.freeze()
+    global _IN_WORKER
+    _IN_WORKER = True
+    if initializer is not None:
+        initializer(*initargs)
+
+
+_IN_WORKER = False  # set in pool workers
+
+
+def lab_done() -> None:
+    """Call when a lab's work is done: in a pool worker, collects the reference cycles it left."""
+    if _IN_WORKER:
+        gc.collect(0)
+
+
+@contextmanager
+def lab_pool(content_dir: Path, n_labs: int | None = None, initializer: Callable | None = None,
+             initargs: tuple = ()):
+    """``map`` over labs: in worker processes for a large site on a machine with several cores,
+    else in this process. Results come back in order, so the output is the same either way.
+    ``n_labs``: how many labs it will map (default: the site's lab folders); ``initializer(*initargs)``
+    runs once in each worker (in this process when there are none) before the first lab."""
+    if n_labs is None:
+        n_labs = len(lab_folders(Path(content_dir)))
+    workers = min(os.cpu_count() or 1, 8)
+    if workers < 2 or n_labs < PARALLEL_MIN_LABS or os.environ.get("LABS_SERIAL"):
+        if initializer is not None:
+            initializer(*initargs)
+        yield map
+        return
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
+                             initargs=(initializer, initargs)) as pool:
+        # Chunks of at most 8 labs: a worker that draws the last chunk keeps the build waiting for at
+        # most 8 labs, not a quarter of its share.
+        yield lambda fn, items: pool.map(fn, items, chunksize=max(1, min(8, n_labs // (workers * 4))))

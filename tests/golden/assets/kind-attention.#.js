@@ -1,0 +1,2 @@
+/* code: kinds/attention/static/70-sqrt.js */
+/* code: kinds/attention/static/spotlight.js */

@@ -1,0 +1,1 @@
+/* code: static/js/app.js */
