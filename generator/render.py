@@ -365,9 +365,9 @@ def later(html: Any, script: str | None = None) -> Markup:
 
 
 def lazy_script(name: str, variable: str, data: Any) -> tuple[str, bytes]:
-    """A fingerprinted classic script that sets ``window.Labs[variable]`` to ``data``; the widget
-    adds it with ``<script src>`` when needed (a classic script loads from file:// too)."""
-    script = f"(window.Labs=window.Labs||{{}}).{variable}={json_for_script(data)};\n".encode()
+    """A fingerprinted classic script that sets ``window.Labs.data[variable]`` to ``data``; the widget
+    adds it with ``Labs.util.load`` when needed (a classic script loads from file:// too)."""
+    script = f"((window.Labs||={{}}).data||={{}}).{variable}={json_for_script(data)};\n".encode()
     return fingerprint(name, script), script
 
 
