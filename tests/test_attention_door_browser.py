@@ -14,7 +14,8 @@ import re
 import numpy as np
 import pytest
 from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
-    _watched_context, context, head_select, open_lab, page, percentages, sentence_select, shipped, sites, watch, words,
+    _watched_context, axe, context, drawn, head_select, open_lab, page, percentages, sentence_select, settle, shipped, sites,
+    watch, words,
 )
 
 from generator.attention.realheads import largest_remainder_array
@@ -143,6 +144,21 @@ def test_a_teaching_sentence_keeps_its_heads_after_a_real_only_one(page, shipped
     assert words(page).all_inner_texts() == ["The", "cat", "sat"]
     expect(page.locator("#sl-multiples")).to_be_visible()
     expect(head_select(page).locator('optgroup[label="Teaching heads"] option')).not_to_have_count(0)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_axe_finds_no_violations_on_a_sentence_with_real_heads_only(page, shipped, axe, scheme):
+    page.emulate_media(color_scheme=scheme)
+    open_lab(page, shipped, "http")
+    _door_ready(page)
+    _set(page, _sentence(), {"h": "L3H7", "q": 3})
+    page.get_by_role("switch", name="Hide special tokens").click()
+    page.locator("#sl-pattern summary").click()
+    expect(page.locator("table.sl-pat")).to_be_visible()
+    drawn(page)
+    settle(page)
+    results = axe.run(page)
+    assert results.violations_count == 0, results.generate_report()
 
 
 CHECK = """(S) => {

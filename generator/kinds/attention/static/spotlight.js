@@ -248,8 +248,7 @@
     // after the first paint, the others when they come near the screen or are opened (parts).
     const designed = headsFor(S);
     el.head.replaceChildren(...designed.length ? [h("optgroup", { label: "Teaching heads" }, designed.map(m => option(m.id, m.name)))] : []);
-    // The strip shows teaching heads only (the model view, beside it, is shown or hidden below).
-    for (const x of el.multiples.parentNode.children) x.hidden = !designed.length;
+    el.multiples.hidden = !designed.length; // the strip holds teaching heads; "every head" is then the model view below it
     if (parts.options || parseReal(state.h) || !designed.length) realOptions(S);
     minis = [];
     el.multiples.replaceChildren();
