@@ -10,6 +10,8 @@ Shares the sites, the watched pages (a console error fails a test) and the helpe
 from __future__ import annotations
 
 import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -107,6 +109,19 @@ def test_a_sentence_with_only_real_heads_shows_like_the_labs_own(page, shipped, 
     expect(table.locator("tbody tr")).to_have_count(5)
     row = [p for p, special in zip(_expected(0, 3, 1), SPECIAL) if not special]  # "dogs" as the query
     assert table.locator("tbody tr").nth(0).locator("td .visually-hidden").all_inner_texts() == [f"{p}%" for p in row]
+
+
+def test_its_figure_says_where_its_weights_were_computed(page, shipped):
+    open_lab(page, shipped, "file")
+    _door_ready(page)
+    _set(page, _sentence(), {"h": "L2H5", "q": 2})
+    with page.expect_download() as got:
+        page.get_by_role("button", name="Download SVG").click()
+    assert got.value.suggested_filename == "attention-own-L2H5-chase.svg"
+    texts = [t.text for t in ET.fromstring(Path(got.value.path()).read_text(encoding="utf-8")).iter("{http://www.w3.org/2000/svg}text")]
+    assert "Where “chase” looks — layer 2, head 5" in texts
+    assert [f"{p}%" for p in _expected(2, 5, 2)] == [t for t in texts if re.fullmatch(r"\d+%", t)]
+    assert "Attention Labs — every weight computed in your browser" in texts
 
 
 def test_another_sentence_and_back_and_clearing_it(page, shipped):

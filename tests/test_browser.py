@@ -1203,6 +1203,7 @@ def test_download_the_view_as_svg_and_png(page, shipped, data, where):
         assert f"{pct}%" in texts, (word, pct)
     assert svg.count("<path ") >= 3  # the links
     assert "Total 100%" in texts
+    assert "Attention Labs — every weight computed when the site was built" in texts
 
     with page.expect_download() as got:
         page.get_by_role("button", name="Download PNG").click()

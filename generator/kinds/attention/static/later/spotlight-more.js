@@ -214,7 +214,7 @@
     y += per * LH + 12;
     const total = sum(keys.map(j => v.pct[j]));
     text(`Total ${total}%` + (keys.length < v.keys.length ? ` of the shown words (hidden: ${100 - total}%)` : ""), PAD, y + 14, 14, C.text, 700);
-    text("Attention Labs — every weight computed when the site was built", W - PAD, y + 14, 13, C.muted, 400, "end");
+    text("Attention Labs — every weight computed " + (v.s === "own" ? "in your browser" : "when the site was built"), W - PAD, y + 14, 13, C.muted, 400, "end");
     const H = Math.round(y + 14 + PAD);
 
     const svg = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="${esc(FONT)}">`,
