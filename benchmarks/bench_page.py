@@ -124,7 +124,7 @@ def record_visit(browser, origin: str) -> tuple[list[tuple[str, bytes]], list[tu
     }""")
     if other:
         page.select_option("#sl-sentence", other)
-        page.wait_for_function("s => Labs.spotlight.state().s === s", arg=other)
+        page.wait_for_function("s => Labs.test.spotlight.state().s === s", arg=other)
         page.wait_for_selector('#spotlight[data-ready="true"]')
         page.wait_for_load_state("networkidle")
     real = page.locator('#sl-head option[value^="L"]')

@@ -88,6 +88,18 @@ def browser():
 
 # -- the spotlight data of a built lab page -------------------------------------------------------
 
+def labs_data(script: str, name: str, key: str | None = None):
+    """What a script beside a page puts in ``Labs.data[name]`` (``Labs.data[name][key]`` for
+    one of several, as the real heads): the JSON on its first line (code may follow)."""
+    import json
+
+    first = script.split("\n", 1)[0]
+    data = "((window.Labs||={}).data||={})."
+    prefix = f"({data}{name}||={{}})[{json.dumps(key)}]=" if key is not None else f"{data}{name}="
+    assert first.startswith(prefix) and first.endswith(";"), first[:80]
+    return json.loads(first[len(prefix):-1])
+
+
 def spotlight_payload(site_folder: Path, slug: str) -> dict:
     """The lab's spotlight data as the learner's browser ends up with it: the page's embedded
     JSON, with the heads of the other sentences merged in from the script it loads for them."""
@@ -100,10 +112,7 @@ def spotlight_payload(site_folder: Path, slug: str) -> dict:
     payload = json.loads(raw.group(1))
     lazy = payload.get("lazy")
     if lazy:
-        script = (folder / lazy["src"]).read_text(encoding="utf-8")
-        prefix = "(window.Labs=window.Labs||{}).sentenceHeads="
-        assert script.startswith(prefix) and script.endswith(";\n"), script[:80]
-        later = json.loads(script[len(prefix):-2])
+        later = labs_data((folder / lazy["src"]).read_text(encoding="utf-8"), "sentenceHeads")
         assert sorted(later) == lazy["ids"]
         for sentence in payload["sentences"]:
             if sentence["heads"] is None:

@@ -27,7 +27,7 @@ LEXICON = sorted(teaching.LEXICON)
 TAGS = list(teaching.ROLES) + list(teaching.TAG_ALIASES)
 
 RUN = """([cases, heads]) => {
-  const M = window.Labs.ownModel;
+  const M = window.Labs.code.ownModel;
   return JSON.stringify(cases.map(c => {
     const q = M.parse(c.text, false), k = c.source === null ? null : M.parse(c.source, false);
     if (q.problems.length || k?.problems.length) return { problems: [...q.problems, ...(k?.problems || [])].map(p => p.message) };
@@ -128,7 +128,7 @@ def test_the_javascript_model_computes_what_numpy_computes(js_page):
 
 def test_the_javascript_parser_reports_what_python_reports(js_page):
     texts = ["", "   ", "The dog sat", "the cat/noun", "the /NOUN", "cat/", "x/NOUNS", " ".join(["the"] * 61)]
-    found = js_page.evaluate("ts => ts.map(t => window.Labs.ownModel.parse(t, false).problems.map(p => p.start))", texts)
+    found = js_page.evaluate("ts => ts.map(t => window.Labs.code.ownModel.parse(t, false).problems.map(p => p.start))", texts)
     for text, starts in zip(texts, found):
         try:
             teaching.parse_sentence(text)

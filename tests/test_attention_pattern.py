@@ -8,13 +8,13 @@ real-heads.json by a second, loop-by-loop implementation of "agreement" and comp
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from conftest import labs_data
 
 from generator.attention import shuffle as shuffling
 from generator.attention import teaching
@@ -32,16 +32,13 @@ def lab() -> dict:
 
 @pytest.fixture(scope="module")
 def pattern_data(tmp_path_factory) -> dict:
-    """Labs.patternData as the built page loads it."""
+    """Labs.data.pattern as the built page loads it."""
     from generator.build import build
 
     out = tmp_path_factory.mktemp("pattern") / "site"
     build(ROOT / "content", ROOT / "theme", out)
     (script,) = (out / "labs" / "attention").glob("pattern.*.js")
-    first = script.read_text(encoding="utf-8").split("\n", 1)[0]
-    prefix = "(window.Labs=window.Labs||{}).patternData="
-    assert first.startswith(prefix) and first.endswith(";")
-    return json.loads(first[len(prefix):-1])
+    return labs_data(script.read_text(encoding="utf-8"), "pattern")
 
 
 def _self_sentences(lab: dict) -> list[tuple[str, str]]:

@@ -5,12 +5,12 @@ the watched pages (a console error fails a test) and the helpers of test_browser
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import labs_data
 from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
     LAB, _watched_context, axe, context, data, head_select, open_lab, page, pressed, settle, shipped, sites, tab_to, watch,
 )
@@ -26,10 +26,7 @@ except ImportError:  # pragma: no cover - the browser fixture reports it
 
 def _pattern_data(shipped) -> dict:
     (script,) = (shipped.folder / LAB).glob("pattern.*.js")
-    first = script.read_text(encoding="utf-8").split("\n", 1)[0]
-    prefix = "(window.Labs=window.Labs||{}).patternData="
-    assert first.startswith(prefix)
-    return json.loads(first[len(prefix):-1])
+    return labs_data(script.read_text(encoding="utf-8"), "pattern")
 
 
 def _open(page):

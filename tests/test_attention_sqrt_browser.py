@@ -8,6 +8,7 @@ import json
 import re
 
 import pytest
+from conftest import labs_data
 from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
     ARTIFACTS, LAB, WHERE, _watched_context, axe, context, page, settle, shipped, sites, tab_to, watch,
 )
@@ -26,7 +27,7 @@ def _sqrt(shipped) -> dict:
     src = json.loads(re.search(r'<script type="application/json" id="lab-data">(.*?)</script>', html, re.S)
                      .group(1))["sqrt"]["src"]
     script = (shipped.folder / LAB / src).read_text(encoding="utf-8")
-    return json.loads(re.match(r"\(window\.Labs=window\.Labs\|\|\{\}\)\.sqrtDemo=(.*?);\n", script).group(1))
+    return labs_data(script, "sqrtDemo")
 
 
 # Resolves once an IntersectionObserver like the demo's loader's (70-sqrt.js) has been told where the

@@ -286,7 +286,7 @@ def drawn(page):
     """The spotlight as drawn for good: the three files it fetches quietly after its first paint
     (the stage is dimmed, aria-busy, while any file beside the page loads) are in, and it is ready."""
     for _ in range(100):
-        if page.evaluate("!!(Labs.spotlightMore && Labs.headDetails && Labs.sentenceHeads)"):
+        if page.evaluate("!!(Labs.code.spotlightMore && Labs.data.headDetails && Labs.data.sentenceHeads)"):
             break
         page.wait_for_timeout(50)
     expect(page.locator("#spotlight")).to_have_attribute("data-ready", "true")
@@ -1203,6 +1203,7 @@ def test_download_the_view_as_svg_and_png(page, shipped, data, where):
         assert f"{pct}%" in texts, (word, pct)
     assert svg.count("<path ") >= 3  # the links
     assert "Total 100%" in texts
+    assert "Attention Labs — every weight computed when the site was built" in texts
 
     with page.expect_download() as got:
         page.get_by_role("button", name="Download PNG").click()

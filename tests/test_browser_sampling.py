@@ -101,13 +101,13 @@ def test_sampling_draws_what_python_draws_with_the_same_seed(page, shipped):
     _open(page, shipped)
     page.get_by_role("button", name="Sample the next word").click()
     page.get_by_role("button", name="Sample 20 more").click()
-    state = page.evaluate("Labs.samplingState()")
+    state = page.evaluate("Labs.test.sampling.state()")
     assert state["drawn"] == expected
     assert page.locator("#sa-history li").last.inner_text() == context["words"][expected[-1]]
     # Start over replays the same words: the seed makes them reproducible.
     page.get_by_role("button", name="Start over").click()
     page.get_by_role("button", name="Sample the next word").click()
-    assert page.evaluate("Labs.samplingState()")["drawn"] == expected[:1]
+    assert page.evaluate("Labs.test.sampling.state()")["drawn"] == expected[:1]
 
 
 def test_the_dial_question_grades_a_click_on_a_temperature(page, shipped):

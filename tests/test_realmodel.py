@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import labs_data
 from conftest import run_labs as run
 
 from generator.attention.bert import BertConfig, write_random_checkpoint
@@ -63,15 +64,14 @@ def test_shipped_cache_builds_without_a_checkpoint(project, capsys):
     for sid, src in real["srcs"].items():
         assert re.fullmatch(rf"real-heads-{sid}\.[0-9a-f]{{8}}\.js", src)
         script = (project / "site/labs/attention" / src).read_text(encoding="utf-8")
-        prefix = f"((window.Labs=window.Labs||{{}}).realHeads=window.Labs.realHeads||{{}})[{json.dumps(sid)}]="
-        sentences[sid] = json.loads(script.removeprefix(prefix).removesuffix(";\n"))
+        sentences[sid] = labs_data(script, "realHeads", sid)
     for entry in sentences.values():
         for layer in entry["attention"]:
             for head in layer:
                 assert all(sum(row) == 1000 for row in head)
     assert set(sentences) == {"animal", "animal-wide", "cat-mat", "decoder"}  # finder-only sentences are scored, not shipped
     finder = (project / "site/labs/attention" / real["finder_src"]).read_text(encoding="utf-8")  # loaded with the model view
-    finder = json.loads(finder.removeprefix("(window.Labs=window.Labs||{}).headFinder=").removesuffix(";\n"))
+    finder = labs_data(finder, "headFinder")
     kinds = {r["relation"]: r for r in finder}
     assert set(kinds) == {"adjective", "coreference", "determiner", "object", "previous", "subject"}
     for report in kinds.values():  # enough to score a head: at least 12 labelled pairs over at least 8 sentences

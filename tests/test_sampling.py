@@ -157,7 +157,7 @@ def test_the_page_script_computes_what_python_computes():
         cases.append({"w": w, "k": int(rng.integers(0, n + 1)), "p": int(rng.integers(1, 101)),
                       "seed": int(rng.integers(0, 2**32))})
     script = CORE_JS.read_text() + """
-const S = globalThis.Labs.sampling, cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
+const S = globalThis.Labs.code.sampling, cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
 console.log(JSON.stringify(cases.map(c => {
   const kept = S.cut(c.w, c.k, c.p), g = S.mulberry32(c.seed), draws = [];
   for (let i = 0; i < 20; i++) draws.push(S.draw(kept, g()));

@@ -72,11 +72,11 @@ def _minified(path: Path, mtime_ns: int, size: int) -> str:
 
 
 def lazy_script(name: str, variable: str, data: Any) -> tuple[str, bytes]:
-    """A classic script that sets ``window.Labs[variable]`` to ``data`` (written by
+    """A classic script that sets ``window.Labs.data[variable]`` to ``data`` (written by
     :func:`json_for_script`), and its fingerprinted name made from ``name``: (name, bytes). A
-    kind's code adds it with ``<script src>`` when it is needed (a classic script loads from
+    kind's code adds it with ``Labs.util.load`` when it is needed (a classic script loads from
     ``file://`` too, where ``fetch`` does not). Raises BuildError as :func:`json_for_script`."""
-    script = f"(window.Labs=window.Labs||{{}}).{variable}={json_for_script(data)};\n".encode()
+    script = f"((window.Labs||={{}}).data||={{}}).{variable}={json_for_script(data)};\n".encode()
     return fingerprint(name, script), script
 
 

@@ -147,10 +147,10 @@ class AttentionKind(LabKind):
         real = payload.get("real")
         if real:
             # One script per sentence: opening the model view on a sentence fetches that sentence's
-            # 72 heads only (each script adds its sentence to window.Labs.realHeads).
+            # 72 heads only (each script adds its sentence to window.Labs.data.realHeads).
             srcs = {}
             for sid, heads in sorted(real["sentences"].items()):
-                script = (f"((window.Labs=window.Labs||{{}}).realHeads=window.Labs.realHeads||{{}})"
+                script = (f"(((window.Labs||={{}}).data||={{}}).realHeads||={{}})"
                           f"[{json_for_script(sid)}]={json_for_script(heads)};\n").encode()
                 srcs[sid] = fingerprint(f"real-heads-{sid}.js", script)
                 files[srcs[sid]] = script

@@ -54,12 +54,12 @@ def model_tables() -> dict[str, Any]:
 
 
 def own_script() -> tuple[str, bytes]:
-    """``own.<hash>.js``: ``Labs.ownTables`` (:func:`model_tables`), then the port and the UI, minified.
+    """``own.<hash>.js``: ``Labs.data.ownTables`` (:func:`model_tables`), then the port and the UI, minified.
     The same for every lab: made once per process (again if a script's file changes)."""
     return _own_script("\n".join(minified(FOLDER / name) for name in SOURCES))
 
 
 @functools.lru_cache(maxsize=2)
 def _own_script(code: str) -> tuple[str, bytes]:
-    script = f"(window.Labs=window.Labs||{{}}).ownTables={json_for_script(model_tables())};\n{code}\n".encode()
+    script = f"((window.Labs||={{}}).data||={{}}).ownTables={json_for_script(model_tables())};\n{code}\n".encode()
     return fingerprint("own.js", script), script

@@ -41,13 +41,13 @@ def shuffles(spec: WidgetSpec) -> dict[str, Any]:
 
 
 def lazy_pattern(shuffle: dict, learned: dict | None, files: dict[str, bytes]) -> dict[str, str]:
-    """Add ``pattern.<hash>.js`` (``Labs.patternData``, then the view's code) to ``files``; return
+    """Add ``pattern.<hash>.js`` (``Labs.data.pattern``, then the view's code) to ``files``; return
     what the page embeds under ``"pattern"`` (its stylesheet is shared: :func:`pattern_style`)."""
     code = minified(FOLDER / "pattern.js")
     texts = {sid: {**s, "heads": {hid: {k: as_json(w) for k, w in pair.items()} for hid, pair in s["heads"].items()}}
              for sid, s in shuffle.items()}  # each list of weights as the JSON text it carries
     data = {"shuffle": texts, "learned": learned}
-    script = f"(window.Labs=window.Labs||{{}}).patternData={json_for_script(data)};\n{code}\n".encode()
+    script = f"((window.Labs||={{}}).data||={{}}).pattern={json_for_script(data)};\n{code}\n".encode()
     name = fingerprint("pattern.js", script)
     files[name] = script
     return {"src": name}

@@ -22,6 +22,6 @@ def demo_files(numbers: dict) -> tuple[tuple[str, bytes], tuple[str, bytes]]:
     """The demo's script (its numbers, then its code) and its stylesheet: (fingerprinted name,
     bytes) each. The numbers do not depend on the lab, so neither file does: they are among the
     kind's shared files (``assets/kinds/attention/``), fetched once for the whole site."""
-    script = f"(window.Labs=window.Labs||{{}}).sqrtDemo={json_for_script(numbers)};\n{minified(CODE)}\n".encode()
+    script = f"((window.Labs||={{}}).data||={{}}).sqrtDemo={json_for_script(numbers)};\n{minified(CODE)}\n".encode()
     style = (minified(STYLE) + "\n").encode()
     return (fingerprint("sqrt-demo.js", script), script), (fingerprint("sqrt-demo.css", style), style)

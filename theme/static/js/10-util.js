@@ -1,8 +1,12 @@
-/* Shared helpers for every widget: DOM building, safe storage, rounding, roving focus.
-   Classic script (no modules: pages must also work from file://); shares window.Labs. */
+/* Shared helpers for every widget: DOM building, safe storage, rounding, roving focus, and the
+   one loader of scripts and stylesheets added on demand. Classic script (no modules: pages must
+   also work from file://). It makes window.Labs and its parts: Labs.util (this), Labs.code (the
+   functions a script shares with others), Labs.data (the numbers scripts beside a page bring),
+   Labs.test (what the tests read); docs/spotlight-data.md lists every name. */
 (() => {
   "use strict";
   const Labs = (window.Labs = window.Labs || {});
+  for (const part of ["code", "data", "test"]) Labs[part] ||= {};
   const all = (sel, root = document) => [...root.querySelectorAll(sel)];
 
   /** h("td", {class: "x", "data-i": 2}, ["text", node]) → element. Null and false attributes and children are skipped. */
@@ -95,6 +99,31 @@
   let scrollerTimer = 0;
   addEventListener("resize", () => { clearTimeout(scrollerTimer); scrollerTimer = setTimeout(() => focusableScrollers(), 200); });
 
+  /* ---------- files added on demand ---------- */
+
+  const loads = new Map(); // absolute URL → its Promise, while it loads and once it has
+
+  /**
+   * Add the classic script at `src` (a stylesheet if the URL ends in .css), resolved against the
+   * page, once: a Promise that resolves when it has run and rejects if it could not be fetched.
+   * Every ask for the same URL gets the same Promise; after a failure the tag goes and the next
+   * ask tries again. A <script src> loads from file:// too, where fetch() is refused.
+   */
+  function load(src) {
+    const url = new URL(src, document.baseURI).href;
+    if (!loads.has(url)) loads.set(url, new Promise((resolve, reject) => {
+      const tag = /\.css$/.test(url) ? h("link", { rel: "stylesheet", href: url }) : h("script", { src: url });
+      tag.onload = resolve;
+      tag.onerror = () => {
+        tag.remove();
+        loads.delete(url);
+        reject();
+      };
+      document.head.append(tag);
+    }));
+    return loads.get(url);
+  }
+
   Labs.util = { h, all, readJSON, store, sum, roundShares, fmt, short, roving, setTabStop, reducedMotion,
-    fileLinks, focusableScrollers, SVG: "http://www.w3.org/2000/svg" };
+    fileLinks, focusableScrollers, load, SVG: "http://www.w3.org/2000/svg" };
 })();

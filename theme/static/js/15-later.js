@@ -32,16 +32,9 @@
     if (near && !waiting.some(p => p.parentNode === box)) near.unobserve(box);
     requestAnimationFrame(() => u.focusableScrollers(box));
   }
-  /** The part's own script (data-script: the quiz's code), added once; settles when it has run. */
-  const scripts = {};
-  function load(part) {
-    const src = part.dataset.script;
-    return src && (scripts[src] ||= new Promise(done => {
-      const tag = u.h("script", { src });
-      tag.onload = tag.onerror = done;
-      document.head.append(tag);
-    }));
-  }
+  /** The part's own script (data-script: the quiz's code), added once; settles when it has run
+      or failed (the part comes in either way). */
+  const load = part => part.dataset.script && u.load(part.dataset.script).catch(() => {});
   const showIn = el => waiting.filter(p => el.contains(p)).forEach(show);
   const showAll = () => waiting.slice().forEach(show);
 

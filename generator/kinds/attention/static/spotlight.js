@@ -4,12 +4,14 @@
    Data: #lab-data, see docs/spotlight-data.md. Only the default sentence's numbers and a
    summary of the real model are on the page: the other sentences' numbers (data.lazy.src) and the
    model's attention (data.real.srcs, one per sentence) are scripts added the first time a learner asks for them.
+   Only this file writes the spotlight's data and state. Code loaded later (own-ui.js, pattern.js)
+   gets the door below (start(door, files)): named functions, and views to read.
    State lives in the URL hash: #s=<sentence>&h=<head id | L<layer>H<head>>&q=<query>&scale=1|0[&special=0] */
 (() => {
   "use strict";
   const root = document.getElementById("spotlight");
   if (!root) return;
-  const Labs = window.Labs, u = Labs.util, { h, fmt, sum } = u;
+  const Labs = window.Labs, u = Labs.util, { h, sum } = u, got = Labs.data, code = Labs.code;
   const data = u.readJSON("lab-data");
   if (!data?.sentences?.length || !data.heads?.length) {
     root.firstElementChild.textContent = "The spotlight's data is missing from this page.";
@@ -20,78 +22,93 @@
   const el = {};
   for (const n of root.querySelectorAll("[id^=sl-]")) el[n.id.slice(3).replace(/-(\w)/g, (m, c) => c.toUpperCase())] = n;
 
-  const D = data.default || {}, PREC = data.precision, real = data.real;
+  const D = data.default || {}, real = data.real;
   const sentences = new Map(data.sentences.map(s => [s.id, s])), meta = new Map(data.heads.map(m => [m.id, m]));
+  // Designed heads that only "your sentence" has (a lab may show fewer than the model has): set with it.
+  let ownHeads = [];
+  const metaOf = id => meta.get(id) || ownHeads.find(m => m.id === id);
   const headOf = (S, id) => Object.hasOwn(S.heads, id) && S.heads[id];
-  const headsFor = S => data.heads.filter(m => headOf(S, m.id));
+  const headsFor = S => (ownHeads.length ? data.heads.concat(ownHeads) : data.heads).filter(m => headOf(S, m.id));
   const STEPS = u.all("button", el.steps);
 
   /* ---------- the real model: a summary on the page, the attention on demand ---------- */
 
-  const modelName = real?.model.split("/").pop();
-  const hasReal = sid => !!real?.sentence_ids.includes(sid);
-  const realOf = sid => hasReal(sid) && Labs.realHeads?.[sid]; // false until the script has run
+  const modelName = real?.model.split("/").pop(), model = real && { name: real.model, layers: real.layers, heads: real.heads };
+  // A sentence made in the browser may bring the model's attention with it (S.real).
+  const hasReal = sid => !!sentences.get(sid)?.real || !!real?.sentence_ids.includes(sid);
+  // False until the script has run. The model's heads are shown with spotlight-more.js's words for them: they come together.
+  const realOf = sid => sentences.get(sid)?.real || LAZY[realKey(sid)]?.ready && got.realHeads[sid];
   const parseReal = id => /^L(\d+)H(\d+)$/.exec(id)?.slice(1).map(Number); // [layer, head] or undefined
 
-  /* Scripts beside the page, added on demand: window.Labs[key] once loaded, then `done` runs.
-     The numbers of every sentence but the default one (data.lazy), and the real model's attention. */
+  /* Files beside the page, added on demand: where it is, what the status line calls it, what the
+     learner does to try again, whether it is here, what runs once it is, and which file must be
+     here before that (`needs`). */
+  const file = (src, what, again, here, done, needs) => ({ src, what, again, here, done, needs });
   const LAZY = {
-    sentenceHeads: [data.lazy?.src, "this sentence's numbers", "pick it", () => {
+    sentenceHeads: file(data.lazy?.src, "this sentence's numbers", "pick it", () => got.sentenceHeads, () => {
       // The default sentence's embedded heads carry only what the first paint reads.
-      for (const S of data.sentences) if (!full(S)) S.heads = Labs.sentenceHeads[S.id] || S.heads;
-    }],
-    headFinder: [real?.finder_src, "the head finder", "open the model view", () => {}],
-    headDetails: [data.details?.src, "the step-by-step numbers", "try", () => {
-      for (const m of data.heads) Object.assign(m, Labs.headDetails.heads[m.id]);
-      data.residual_dims = Labs.headDetails.residual_dims;
-    }],
-    own: [data.own?.src, "the sentence tool", "try", () => Labs.own.start(api)], // "Your sentence" (issue 10): own/*.js
-    pattern: [data.pattern?.src, "the pattern view", "open it", () => Labs.pattern.start(api)], // the whole pattern (issue 10): pattern.js
-    spotlightMore: [data.more?.src, "the step-by-step numbers", "try", () => {
-      more = Labs.spotlightMore({ u, data, sentences, headsFor, button, state: () => state });
-    }]
+      for (const S of data.sentences) if (!full(S)) S.heads = got.sentenceHeads[S.id] || S.heads;
+    }),
+    headFinder: file(real?.finder_src, "the head finder", "open the model view", () => got.headFinder),
+    headDetails: file(data.details?.src, "the step-by-step numbers", "try", () => got.headDetails, () => {
+      for (const m of data.heads) Object.assign(m, got.headDetails.heads[m.id]);
+      data.residual_dims = got.headDetails.residual_dims;
+    }),
+    spotlightMore: file(data.more?.src, "the step-by-step numbers", "try", () => code.spotlightMore, () => { more = code.spotlightMore; }),
+    // Later modules: each gets the door and its own files once its script has run. One that sets
+    // "your sentence" needs spotlight-more.js, which checks the sentence.
+    own: file(data.own?.src, "the sentence tool", "try", () => code.own, () => begin(code.own, data.own), "spotlightMore"),
+    pattern: file(data.pattern?.src, "the pattern view", "open it", () => code.pattern, () => begin(code.pattern, data.pattern))
   };
   // The real model's attention: one script per sentence (data.real.srcs), key "realHeads:<id>".
   const realKey = sid => "realHeads:" + sid;
   for (const sid of real?.sentence_ids || [])
-    LAZY[realKey(sid)] = [real.srcs[sid], "the model's attention", "pick a real head", () => requestAnimationFrame(drawGrid)];
-  const have = key => key.startsWith("realHeads:") ? !!Labs.realHeads?.[key.slice(10)] : !!Labs[key];
+    LAZY[realKey(sid)] = file(real.srcs[sid], "the model's attention", "pick a real head", () => got.realHeads?.[sid], () => requestAnimationFrame(drawGrid), "spotlightMore");
+  /* Which later module makes the "own" sentence a hash names (#s=own&…), asked in this order:
+     [key in LAZY, whether the hash's own parameters are its]. */
+  const OWN_MAKERS = [["own", () => true]];
   let more = null; // the code of spotlight-more.js, once loaded
   /** Whether sentence S has every number (the four moves need them), not just the first paint's. */
   const full = S => !!S.heads && !!Object.values(S.heads)[0]?.q;
-  const scripts = {};
+  const scripts = {}; // key → Promise: loaded, and its `done` has run
   let loading = 0, moves = 0;
-  /** Run `then` once Labs[key] is here — at once if it is — unless the learner has moved on meanwhile.
-      `quiet`: fetched because a part came into view, not because the learner asked: no message. */
-  function withScript(key, then, quiet) {
-    if (have(key) && (key !== "spotlightMore" || more)) return then();
-    const at = quiet ? -1 : moves, [src, what, again, done] = LAZY[key];
+  /** The file `key`: a Promise that resolves once it (and what it needs) is here and its `done`
+      has run. `quiet`: fetched because a part came into view, not because the learner asked: no
+      message. A file that failed is fetched again the next time. */
+  function fetched(key, quiet) {
+    const f = LAZY[key];
     if (!scripts[key]) {
-      scripts[key] = new Promise((resolve, reject) => {
-        const tag = h("script", { src: new URL(src, document.baseURI).href });
-        tag.addEventListener("load", () => have(key) ? resolve() : reject());
-        tag.addEventListener("error", () => { tag.remove(); reject(); });
-        document.head.append(tag);
+      busy(1, quiet ? null : `Loading ${f.what}…`);
+      scripts[key] = Promise.all([u.load(f.src), f.needs && fetched(f.needs, true)]).then(() => {
+        if (!f.here()) throw Error(f.src);
+        f.done?.();
+        f.ready = true;
+        busy(-1, quiet ? null : "");
       });
-      busy(1, quiet ? "" : `Loading ${what}…`);
-      scripts[key].then(() => {
-        done();
-        busy(-1, "");
-      }, () => {
+      scripts[key].catch(() => {
         scripts[key] = null; // the next request tries again
-        busy(-1, `Could not load ${what} (${src}). Check the connection, then ${again} again.`);
+        busy(-1, `Could not load ${f.what} (${f.src}). Check the connection, then ${f.again} again.`);
         paint(); // the selects go back to what is on screen
       });
     }
-    scripts[key].then(() => (at < 0 || moves === at) && then(), () => {});
+    return scripts[key];
+  }
+  /** Run `then` once the file `key` is here — at once if it is — unless the learner has moved on meanwhile. */
+  function withScript(key, then, quiet) {
+    if (LAZY[key].ready) return then();
+    const at = quiet ? -1 : moves;
+    fetched(key, quiet).then(() => (at < 0 || moves === at) && then(), () => {});
   }
   /** Run `then` once sentence `sid` has its numbers (or once they could have: valid() falls back). */
-  const lazy = sid => sentences.get(sid)?.heads === null && !Labs.sentenceHeads;
+  const lazy = sid => sentences.get(sid)?.heads === null && !got.sentenceHeads;
   const withSentence = (sid, then) => lazy(sid) ? withScript("sentenceHeads", then) : then();
+  /** One file more (step 1) or less (-1) loading; `message` for the status line (null: a quiet
+      load, which leaves what the line says, a failure included). */
   function busy(step, message) {
     loading += step;
     root.toggleAttribute("aria-busy", loading > 0);
     root.dataset.ready = !loading;
+    if (message === null) return;
     el.status.textContent = message;
     el.status.classList.toggle("is-error", step < 0 && !!message);
   }
@@ -105,13 +122,13 @@
     const ok = id => sentences.get(id)?.heads, s = ok(st.s) ? st.s : ok(D.sentence) ? D.sentence : data.sentences.find(ok).id;
     const S = sentences.get(s), R = realOf(s), rh = parseReal(st.h);
     let hid = (rh ? R && rh[0] < real.layers && rh[1] < real.heads : headOf(S, st.h)) ? st.h : "";
-    if (!hid) hid = headOf(S, D.head) ? D.head : headsFor(S)[0].id;
+    if (!hid) hid = headOf(S, D.head) ? D.head : headsFor(S)[0]?.id || "L0H0"; // a sentence may have real heads only
     const isReal = !!parseReal(hid), n = isReal ? R.words.length : S.queries.length;
     let q = parseInt(st.q, 10);
     if (!(q >= 0 && q < n)) q = isReal ? 0 : s === D.sentence && D.query < n ? D.query : S.query < n ? S.query : 0;
     const hide = !!st.hide; // remembered across heads; it only applies to real ones
     if (isReal && hide && R.special[q]) q = Math.max(0, R.special.indexOf(false));
-    return { s, h: hid, q, scale: st.scale !== false, hide, step: st.step || 0, own: S.own || "" }; // own: "Your sentence"
+    return { s, h: hid, q, scale: st.scale !== false, hide, step: st.step || 0, own: S.own || "" }; // own: what names "your sentence"
   }
 
   /** The URL hash of a state; two states that show the same thing have the same hash. */
@@ -119,8 +136,10 @@
     (parseReal(st.h) ? `&special=${+!st.hide}` : "") + (st.own ? "&" + st.own : "");
   function parseHash() {
     const p = new URLSearchParams(location.hash.slice(1)), get = k => p.get(k);
-    return p.has("s") || p.has("h") || p.has("q")
-      ? { s: get("s"), h: get("h"), q: get("q"), scale: get("scale") !== "0", hide: get("special") === "0" } : null;
+    if (!(p.has("s") || p.has("h") || p.has("q"))) return null;
+    const own = new URLSearchParams(p);
+    for (const k of ["s", "h", "q", "scale", "special"]) own.delete(k);
+    return { s: get("s"), h: get("h"), q: get("q"), scale: get("scale") !== "0", hide: get("special") === "0", own: own.toString() };
   }
 
   // pushState costs as much as the repaint itself, so the URL is written just after it, once
@@ -155,20 +174,26 @@
   /** A teaching head's weights and percentages for query q, with or without ÷√d. */
   const rowOf = (H, q) => state.scale ? [H.weights[q], H.pct[q]] : [H.weights_unscaled[q], H.pct_unscaled[q]];
 
-  /** Everything paint() needs for the current state, without touching the DOM. */
+  /** What the current state shows, without touching the DOM: all paint() draws from, and all the
+      four moves, the figure and later modules read. A new object each time, to read, never to write:
+      the state's fields (s, h, q, scale, hide, step, own), the sentence S (sentenceKey changes
+      whenever it does) and its designed heads' descriptions (heads), and either a designed head (H
+      its numbers, m its description, the page's residualDims and precision) or a real one (layer,
+      head, attention: its [n][n] per-mille weights). */
   function view() {
     const S = sentences.get(state.s), rh = parseReal(state.h), q = state.q;
     let v;
     if (rh) {
-      const R = realOf(state.s), row = R.attention[rh[0]][rh[1]][q];
+      const R = realOf(state.s), A = R.attention[rh[0]][rh[1]], row = A[q];
       v = { queries: R.words, keys: R.words, special: R.special, weights: row.map(x => x / 1000), pct: u.roundShares(row, 100),
-        masked: [], hidden: R.special.map(sp => state.hide && sp), name: `layer ${rh[0]}, head ${rh[1]}` };
+        masked: [], hidden: R.special.map(sp => state.hide && sp), name: `layer ${rh[0]}, head ${rh[1]}`, layer: rh[0], head: rh[1], attention: A };
     } else {
-      const H = S.heads[state.h], m = meta.get(state.h), [weights, pct] = rowOf(H, q);
+      const H = S.heads[state.h], m = metaOf(state.h), [weights, pct] = rowOf(H, q);
       v = { H, m, queries: S.queries, keys: S.keys, cross: S.kind === "cross", special: [], hidden: [], weights, pct,
-        masked: H.scores ? H.scores[q].map(x => x === null) : S.keys.map(() => false), name: m.name + " head" };
+        masked: H.scores ? H.scores[q].map(x => x === null) : S.keys.map(() => false), name: m.name + " head",
+        residualDims: data.residual_dims, precision: data.precision };
     }
-    return { ...v, S, real: !!rh, word: v.queries[q] };
+    return { ...state, ...v, S, heads: headsFor(S), sentenceKey: sentenceKey(), real: !!rh, word: v.queries[q] };
   }
 
   /** The `n` largest shares, as "cat 41%, mat 28%, on 12%" (ties: the larger weight, then the earlier word). */
@@ -221,8 +246,10 @@
 
     // The Head select, the strip of small multiples and the model view: the select's real heads
     // after the first paint, the others when they come near the screen or are opened (parts).
-    el.head.replaceChildren(h("optgroup", { label: "Teaching heads" }, headsFor(S).map(m => option(m.id, m.name))));
-    if (parts.options || parseReal(state.h)) realOptions(S);
+    const designed = headsFor(S);
+    el.head.replaceChildren(...designed.length ? [h("optgroup", { label: "Teaching heads" }, designed.map(m => option(m.id, m.name)))] : []);
+    el.multiples.hidden = !designed.length; // the strip holds teaching heads; "every head" is then the model view below it
+    if (parts.options || parseReal(state.h) || !designed.length) realOptions(S);
     minis = [];
     el.multiples.replaceChildren();
     if (parts.strip) buildStrip(S);
@@ -233,16 +260,15 @@
     el.finder.replaceChildren();
     if (!real) return;
     el.modelTitle.textContent = `Model view: the ${real.layers * real.heads} real heads of ${modelName}`;
-    el.modelIntro.textContent = !hasReal(S.id)
-      ? `${real.model} is an encoder with self-attention only: it has no cross-attention to show here. Pick another sentence to see its real heads.`
-      : `The real attention weights of ${real.model} (${real.layers} layers × ${real.heads} heads) for this sentence, computed ` +
-        "by our NumPy forward pass of its published weights: nobody designed them. Each square shows where the current word " +
-        "looks in one head; layers and heads count from 0.";
+    intro(S);
     if (parts.model && hasReal(S.id)) buildModel();
   }
 
   /* Parts built only when wanted: what the first screen shows is built before the first paint. */
   const parts = { options: false, strip: false, model: false, hood: false };
+
+  /** The model view's introduction: its words come with the view's code (spotlight-more.js). */
+  const intro = S => { el.modelIntro.textContent = more ? more.modelIntro(model, hasReal(S.id), !!S.real) : ""; };
 
   /** The Head select's 72 real heads, one optgroup per layer. */
   function realOptions(S) {
@@ -283,7 +309,7 @@
   }
   function fillFinder() {
     if (el.finder.firstChild) return;
-    el.finder.replaceChildren(...Labs.headFinder.filter(f => f.head).map(more.finderItem));
+    el.finder.replaceChildren(...more.finder(got.headFinder, sid => sentences.get(sid)?.label || sid));
     if (!el.finder.previousElementSibling.matches(".sl-hint")) el.finder.before(more.finderIntro());
   }
 
@@ -328,7 +354,7 @@
   /* ---------- paint: writes only ---------- */
 
   function render() {
-    const isReal = !!parseReal(state.h), key = `${state.s}|${state.own}|${isReal}|${isReal && state.hide}`;
+    const isReal = !!parseReal(state.h), key = `${sentenceKey()}|${isReal}|${isReal && state.hide}`;
     if (key === built) return paint();
     // Rebuilding replaces buttons: keep keyboard focus on the equivalent new one.
     const a = document.activeElement, box = a.parentNode.id;
@@ -361,9 +387,8 @@
     el.specialField.hidden = !v.real;
     el.special.checked = state.hide;
     set(el.special, "aria-checked", state.hide);
-    const desc = v.real
-      ? `A real head of ${modelName} (${v.name}). Its weights come from the pretrained model; the ÷√d switch applies to the teaching heads only.`
-      : v.cross && v.m.cross || v.m.description + (v.H.bias ? " It also adds a position bias (move 2 below shows it)." : "");
+    const said = v.real && more.realHead(v, model); // what is said of a real head: spotlight-more.js, here with its numbers
+    const desc = v.real ? said.desc : v.cross && v.m.cross || v.m.description + (v.H.bias ? " It also adds a position bias (move 2 below shows it)." : "");
     if (desc !== descText) {
       descText = el.headDesc.textContent = desc;
       openDesc(false);
@@ -385,14 +410,14 @@
     });
 
     // Notes under the sentence.
-    const notes = [v.real && causal ? "This model is an encoder: it reads the whole sentence at once, with no causal mask." : S.note];
+    const notes = [v.real ? said.note : S.note];
     const later = v.keys.length - 1 - q;
     if (!v.real && causal && later > 0) {
       notes.push(`Greyed out: the ${later === 1 ? "word" : later + " words"} after “${v.word}”, masked to weight 0` +
         (/look ahead/i.test(S.note) ? "." : " — a decoder can't look ahead."));
     }
     const hiddenNames = [...new Set(v.keys.filter((k, j) => v.hidden[j]))], hiddenPct = sum(v.pct.filter((p, j) => v.hidden[j]));
-    if (state.hide && v.real) notes.push(`Hiding ${hiddenNames.join("/")}: ${hiddenPct}% of this row. The other weights are not renormalised.`);
+    if (v.real) notes.push(said.hidden);
     el.note.textContent = notes.join(" ").trim();
 
     // Readout table.
@@ -411,10 +436,8 @@
       foot("Total", sum(v.pct), "sl-total"));
 
     // The quadratic cost.
-    const nq = v.queries.length, nk = v.keys.length, n2 = nq * nk, all = real && real.layers * real.heads;
-    el.cost.textContent = v.real
-      ? `${nq} tokens (with ${v.special.filter(Boolean).length} special) → ${n2} scores per head; this model's ${all} heads compute ${(n2 * all).toLocaleString("en")}. At 2× the tokens, 4× the scores.`
-      : v.cross ? `${nq} queries × ${nk} keys → ${n2} scores; double both and it's 4× the scores (${4 * n2}).`
+    const nq = v.queries.length, nk = v.keys.length, n2 = nq * nk;
+    el.cost.textContent = v.real ? said.cost : v.cross ? `${nq} queries × ${nk} keys → ${n2} scores; double both and it's 4× the scores (${4 * n2}).`
       : `${nq} words → ${n2} scores; at 2× the words (${2 * nq}), 4× the scores (${4 * n2}).` +
         (causal ? ` The causal mask keeps ${nq * (nq + 1) / 2} of them; the rest are never used.` : "");
 
@@ -438,16 +461,15 @@
     el.prevStep.disabled = state.step === 0;
     el.nextStep.disabled = state.step === 3;
     // The tables are built once the part is near the screen and its code and numbers are here.
-    if (v.real) el.step.replaceChildren(h("p", null, ["This is a real head, so its queries and keys live in the model's learned dimensions, which the page " +
-        "does not embed. What it does carry is the result of the first three moves: the softmax weights in the table, each row adding up to 100%."]));
-    else if (parts.hood && more && Labs.headDetails && full(S)) {
+    if (v.real) el.step.replaceChildren(said.hood);
+    else if (parts.hood && more && got.headDetails && full(S)) {
       el.step.replaceChildren(...(printing ? [0, 1, 2, 3] : [state.step]).map(s => h("div", { "data-step": s },
         [h("h4", null, [`${s + 1}. ${STEPS[s].textContent}`]), ...more.hood(v, s)])));
     } else {
       el.step.replaceChildren(h("p", { class: "sl-hint" }, [parts.hood ? "Loading the numbers…" : ""]));
       if (parts.hood) loadHood();
     }
-    Labs.pattern?.paint(v);
+    for (const m of started) m.paint?.(v);
     if (!loading) root.dataset.ready = "true";
     if (!root.hasAttribute("data-started")) root.setAttribute("data-started", ""); // drops the reserved height
   }
@@ -518,8 +540,6 @@
   const toReal = q => alignment(state.s)[q];
   const toTeach = rq => Math.max(0, alignment(state.s).filter(p => p <= rq).length - 1);
 
-  /* ---------- under the hood: the four moves, with the actual numbers ---------- */
-
   /* ---------- events ---------- */
 
   /** Switch head, carrying the query across between teaching words and model tokens. */
@@ -537,8 +557,9 @@
   el.sentence.addEventListener("change", () => {
     const s = el.sentence.value;
     withSentence(s, () => {
-      const q = s === D.sentence ? D.query : sentences.get(s).query || 0, R = parseReal(state.h) && realOf(s);
-      update({ s, h: headOf(sentences.get(s), state.h) || R ? state.h : "", q: R ? alignment(s)[q] : q });
+      const S = sentences.get(s), q = s === D.sentence ? D.query : S.query || 0;
+      const R = (parseReal(state.h) || !headsFor(S).length) && realOf(s); // a sentence with real heads only opens on one
+      update({ s, h: headOf(S, state.h) || R ? state.h : "", q: R ? alignment(s)[q] : q });
     });
   });
   el.head.addEventListener("change", () => selectHead(el.head.value));
@@ -555,7 +576,8 @@
   el.model.addEventListener("toggle", () => {
     if (!el.model.open) return;
     want("model");
-    if (hasReal(state.s)) withScript(realKey(state.s), drawGrid);
+    // The model's attention for this sentence unless it is here, and the view's words (spotlight-more.js, which the attention needs).
+    withScript(LAZY[realKey(state.s)] ? realKey(state.s) : "spotlightMore", () => { intro(sentences.get(state.s)); drawGrid(); });
   });
 
   el.steps.addEventListener("click", ev => {
@@ -577,9 +599,13 @@
     hashTimer = 0;
     const p = parseHash();
     if (!p) return;
-    if (p.s === "own" && data.own) { // "Your sentence": its code computes it from the hash
-      if (!Labs.own) return withScript("own", () => fromLocation(scroll));
-      Labs.own.restore(location.hash);
+    // "Your sentence", unless it is the one here: the module that made it computes it again from the
+    // hash (null if it cannot; one that needs time returns null and sets it through the door later).
+    const maker = p.s === "own" && p.own !== sentences.get("own")?.own && OWN_MAKERS.find(([key, mine]) => LAZY[key].src && mine(p))?.[0];
+    if (maker) {
+      if (!LAZY[maker].ready) return withScript(maker, () => fromLocation(scroll));
+      const S = code[maker].restore(location.hash);
+      keepOwn(S && ownSentence(S));
     }
     if (lazy(p.s)) return withScript("sentenceHeads", () => fromLocation(scroll));
     if (parseReal(p.h) && hasReal(p.s) && !realOf(p.s)) return withScript(realKey(p.s), () => fromLocation(scroll));
@@ -616,43 +642,81 @@
   (window.requestIdleCallback || setTimeout)(() => want("options"));
 
   /* Download the view as a figure: SVG, or PNG at twice the size. */
-  function download(type) {
-    withScript("spotlightMore", () => {
-      const v = view(), f = more.figure(v, el.caption.textContent, v.S.label), slug = x => String(x).replace(/[^\w-]+/g, "_");
-      const name = `attention-${slug(state.s)}-${slug(state.h)}-${slug(v.word)}.${type}`;
-      const save = blob => {
-        const a = h("a", { href: URL.createObjectURL(blob), download: name });
-        document.body.append(a);
-        a.click();
-        a.remove();
-        setTimeout(() => URL.revokeObjectURL(a.href), 60_000);
-        el.live.textContent = `Downloaded ${name}`;
-      };
-      if (type === "svg") return save(new Blob([f.svg], { type: "image/svg+xml" }));
-      const canvas = document.createElement("canvas");
-      f.draw(canvas, 2);
-      canvas.toBlob(save, "image/png");
-    });
-  }
+  const download = type => withScript("spotlightMore", () => more.download(view(), el.caption.textContent, type, name => {
+    el.live.textContent = `Downloaded ${name}`;
+  }));
   el.svg.addEventListener("click", () => download("svg"));
   el.png.addEventListener("click", () => download("png"));
+
+  /* ---------- "your sentence": one made in the browser, shown as the sentence "own" ---------- */
+
+  let ownVersion = 0; // counts the own sentences set: a new one is built afresh
+  const sentenceKey = () => state.s === "own" ? "own " + ownVersion : state.s;
+
+  /** S checked and completed (spotlight-more.js, which every module that sets one needs). */
+  const ownSentence = S => more.ownSentence(S, data.heads.map(m => m.id), model);
+  /** Make S (from ownSentence) the sentence "own", with its entry in the Sentence select, or, for
+      null, drop it. Shows nothing new: the caller renders. */
+  function keepOwn(S) {
+    if (S === sentences.get("own")) return;
+    el.sentence.querySelector('[label="Yours"]')?.remove();
+    ownHeads = S?.extra || [];
+    if (!S) return sentences.delete("own");
+    sentences.set("own", S);
+    ownVersion++;
+    el.sentence.append(h("optgroup", { label: "Yours" }, [option("own", S.label)]));
+  }
+
+  /* ---------- the door: all that code loaded later may do to the spotlight ---------- */
+
+  const door = Object.freeze({
+    /** The page's elements by name (el.ownText is #sl-own-text); a module writes only into its own part. */
+    el: Object.freeze(el),
+    /** Read only: the page's model, {name, layers, heads} (null without one), its designed heads'
+        descriptions in display order, and the default view's sentence and query. */
+    info: { model, heads: data.heads, sentence: D.sentence, query: D.query },
+    /** A copy of the state: {s, h, q, scale, hide, step, own}. */
+    state: () => ({ ...state }),
+    /** What is on screen (view() above): read it, never write to it. */
+    view,
+    /** A learner's action: change the state (any of s, h, q, scale, hide), clamped to a valid one, then shown. */
+    update: patch => update(patch),
+    /** Show S as "your sentence" (replacing the one before): one learner action, with `patch` for
+        the rest of the state (e.g. {q: 0} or {h: "L0H0"}). S: {label, kind, queries, keys, note,
+        key_label, own (the hash parameters that name it, e.g. "t=…"), heads, head_meta, real,
+        roles_k, residual}, as ownSentence() checks it; throws if it is not one. */
+    setOwnSentence(S, patch) {
+      keepOwn(ownSentence(S));
+      update({ ...patch, s: "own" });
+    },
+    /** Drop "your sentence"; if it is on screen, the spotlight goes back to the default sentence. */
+    clearOwnSentence() {
+      keepOwn(null);
+      if (state.s === "own") update({}); // still the state, no longer a sentence: valid() falls back
+    }
+  });
+  /** Start a later module: it gets the door and its own files ({src, css}), and paint(view) on every repaint. */
+  const started = [];
+  function begin(module, files) {
+    module.start(door, files);
+    started.push(module);
+  }
 
   /* ---------- start ---------- */
 
   root.firstElementChild.remove(); // the no-JavaScript note
   for (const x of root.querySelectorAll(".sl-controls, .sl-desc, #sl-stage, #sl-pattern, .sl-panels, #sl-hood")) x.hidden = false;
-  /* "Your sentence" (issue 10): own.js (the designed model in JavaScript, and the box's UI) loads on first use. */
-  const api = { data, sentences, meta, el, update, view, realOf, state: () => state }; // for own.js and pattern.js
   el.pattern.addEventListener("toggle", () => el.pattern.open && withScript("pattern", paint));
-  if (data.own && el.own) {
+  if (data.own && el.own) { // "Your sentence": its code (the designed model in JavaScript, and the box) loads on first use
     el.own.hidden = false;
     el.own.addEventListener("focusin", () => withScript("own", () => {}, true), { once: true });
-    el.own.addEventListener("submit", ev => { ev.preventDefault(); withScript("own", () => Labs.own.submit()); });
+    el.own.addEventListener("submit", ev => { ev.preventDefault(); withScript("own", () => code.own.submit()); });
   }
   const start = parseHash();
   state = valid(start || { s: D.sentence, h: D.head, q: D.query });
   render();
   if (start) fromLocation(true); // another sentence or a real head starts loading now; the default view shows meanwhile
 
-  Labs.spotlight = { state: () => ({ ...state }), set: patch => withSentence(patch.s, () => update(patch)) };
+  // For the tests: the state, a way to show any state once its sentence's numbers are here, and the door.
+  Labs.test.spotlight = { state: () => ({ ...state }), set: patch => withSentence(patch.s, () => update(patch)), door };
 })();

@@ -1,7 +1,7 @@
 /* The sampling lab's arithmetic, the same operations as generator/kinds/sampling/decoding.py on
    the integer weights the build embeds (whole parts of 100 000), so that every comparison is
    exact and a draw with a given seed picks the same word here as in the Python tests.
-   Classic script: window.Labs.sampling (globalThis.Labs in Node, for those tests). */
+   Classic script: window.Labs.code.sampling (globalThis.Labs in Node, for those tests). */
 (() => {
   "use strict";
   const G = typeof window !== "undefined" ? window : globalThis;
@@ -56,5 +56,5 @@
     return -1; // only if total is 0
   }
 
-  Labs.sampling = { rank, topK, topP, keep, cut, mulberry32, draw };
+  (Labs.code ||= {}).sampling = { rank, topK, topP, keep, cut, mulberry32, draw };
 })();

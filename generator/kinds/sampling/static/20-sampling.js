@@ -2,7 +2,7 @@
    The build embeds, for every context and every temperature of the grid, the probabilities as
    whole parts of data.parts (contexts[].p[t][n]); this script only picks a row, cuts it with
    top-k then top-p, renormalises what is left (largest remainder: percentages add up to 100)
-   and draws with mulberry32(seed) — Labs.sampling, in 10-core.js.
+   and draws with mulberry32(seed) — Labs.code.sampling, in 10-core.js.
    Draws are reproducible: the same context, temperature, top-k, top-p and seed give the same
    words in the same order, so any change of setting starts the draws over.
    State in the URL hash: #c=<context>&t=<temperature>&k=<top-k>&p=<top-p %>&seed=<seed> */
@@ -10,7 +10,7 @@
   "use strict";
   const root = document.getElementById("sampling");
   if (!root) return;
-  const Labs = window.Labs, u = Labs.util, S = Labs.sampling, { h } = u;
+  const Labs = window.Labs, u = Labs.util, S = Labs.code.sampling, { h } = u;
   const data = u.readJSON("lab-data");
   const nojs = root.querySelector(".sa-nojs"), app = root.querySelector(".sa-app");
   if (!data?.contexts?.length || !data.temps?.length || !S) {
@@ -224,6 +224,6 @@
   nojs.hidden = true;
   app.hidden = false;
   root.dataset.ready = "true";
-  // Exposed for the tests: the settings and the draws so far.
-  Labs.samplingState = () => ({ ...state, drawn: drawn.slice(), words: ctxOf().words.slice() });
+  // For the tests: the settings and the draws so far.
+  Labs.test.sampling = { state: () => ({ ...state, drawn: drawn.slice(), words: ctxOf().words.slice() }) };
 })();

@@ -1,2 +1,2 @@
-(window.Labs=window.Labs||{}).patternData={"learned":null,"shuffle":{}};
+((window.Labs||={}).data||={}).pattern={"learned":null,"shuffle":{}};
 /* code: kinds/attention/static/later/pattern.js */

@@ -1,12 +1,13 @@
-/* The designed model of generator/attention/teaching.py, in JavaScript: for "Your sentence" (issue 10).
-   Every table comes from Labs.ownTables, written at build time from the Python (own.py); this file
+/* The designed model of generator/attention/teaching.py, in JavaScript: for "Your sentence".
+   Every table comes from Labs.data.ownTables, written at build time from the Python (own.py); this file
    holds only the arithmetic, step for step as NumPy does it (core.py: q·scale, then q·kᵀ, + bias,
    mask, max-subtracted softmax with NumPy's pairwise sum). tests/test_attention_own_parity.py holds
    it to the NumPy numbers: every weight within 1e-9, the same rounded percentages.
-   Labs.ownModel = { parse(text, guess), compute(queries, keys, kind, heads), percentages(row, total), guessTag } */
+   Labs.code.ownModel = { parse(text, guess), compute(queries, keys, kind, heads), residual(queries, results),
+   percentages(row, total), guessTag(word, first), heads, roles, maxWords, nRoles } */
 (() => {
   "use strict";
-  const Labs = window.Labs, T = Labs.ownTables;
+  const Labs = window.Labs, T = Labs.data.ownTables;
   const ROLES = T.roles, ROLE = Object.fromEntries(ROLES.map((r, i) => [r, i]));
   const DIMS = T.embedding_dims, DIM = Object.fromEntries(DIMS.map((d, i) => [d, i]));
   const RESID = T.residual_dims, NROLES = ROLES.length;
@@ -229,5 +230,5 @@
     return [before, after];
   }
 
-  Labs.ownModel = { parse, guessTag, compute, residual, percentages, heads: HEADS, roles: ROLES, maxWords: T.max_words, nRoles: NROLES };
+  (Labs.code ||= {}).ownModel = { parse, guessTag, compute, residual, percentages, heads: HEADS, roles: ROLES, maxWords: T.max_words, nRoles: NROLES };
 })();

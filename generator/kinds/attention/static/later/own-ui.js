@@ -1,23 +1,21 @@
-/* "Your sentence" (issue 10): the learner's sentence becomes the spotlight's sentence "own".
-   Loaded by the spotlight the first time the box is used (data.own.src); computed by model.js.
-   The spotlight calls Labs.own.start(api) once, Labs.own.submit() on Enter or the button, and
-   Labs.own.restore(hash) for a link or Back/Forward to #s=own&…&t=<text>[&src=<source>][&c=1]. */
+/* "Your sentence": the learner's sentence becomes the spotlight's sentence "own", through the
+   spotlight's door (setOwnSentence). Loaded by the spotlight the first time the box is used
+   (data.own.src); computed by own-model.js (Labs.code.ownModel).
+   The spotlight calls Labs.code.own.start(door) once, submit() on Enter or the button, and
+   restore(hash) → the sentence, for a link or Back/Forward to #s=own&…&t=<text>[&src=<source>][&c=1]. */
 (() => {
   "use strict";
-  const Labs = window.Labs, M = Labs.ownModel, T = Labs.ownTables, h = (...a) => Labs.util.h(...a);
+  const Labs = window.Labs, M = Labs.code.ownModel, T = Labs.data.ownTables, h = (...a) => Labs.util.h(...a);
   const CHIP_TAGS = [...M.roles.slice(0, 2), "PROPN", ...M.roles.slice(2)];
   const LIMIT_CHARS = 2000;
-  let api = null, box = null, msg = null, chips = null, current = null;
+  // Every designed head's description: a lab may show fewer heads than your sentence is computed with.
+  const HEAD_META = T.heads.map(hd => ({ id: hd.id, name: hd.name, description: hd.description, bias: hd.bias, cross: hd.cross,
+    q_dims: hd.q_dims, k_dims: hd.k_dims, v_dims: hd.v_dims, o_dims: hd.o_dims }));
+  let door = null, box = null, msg = null, chips = null, current = null;
 
-  function start(a) {
-    api = a;
-    const { el, data, meta } = api;
-    for (const hd of T.heads) if (!meta.has(hd.id)) { // a lab that shows fewer heads: every designed head here
-      const m = { id: hd.id, name: hd.name, description: hd.description, bias: hd.bias, cross: hd.cross,
-        q_dims: hd.q_dims, k_dims: hd.k_dims, v_dims: hd.v_dims, o_dims: hd.o_dims };
-      data.heads.push(m);
-      meta.set(m.id, m);
-    }
+  function start(d) {
+    door = d;
+    const { el } = door;
     msg = h("p", { class: "sl-own-msg", role: "status" });
     chips = h("div", { class: "sl-own-chips", role: "group", "aria-label": "Tags of your words" });
     box = h("div", null, [msg, chips, h("p", { class: "sl-hint" }, [
@@ -32,10 +30,10 @@
     syncCausal();
   }
   function syncCausal() {
-    const cross = !!api.el.ownSource.value.trim();
-    api.el.ownCausal.disabled = cross;
-    if (cross) api.el.ownCausal.checked = false;
-    api.el.ownCausal.setAttribute("aria-checked", api.el.ownCausal.checked);
+    const { el } = door, cross = !!el.ownSource.value.trim();
+    el.ownCausal.disabled = cross;
+    if (cross) el.ownCausal.checked = false;
+    el.ownCausal.setAttribute("aria-checked", el.ownCausal.checked);
   }
 
   function say(text) {
@@ -47,7 +45,7 @@
   const problemsText = (what, problems) => problems.slice(0, 3).map(p => `${what}: ${p.message}.`).join(" ") +
     (problems.length > 3 ? ` (${problems.length - 3} more.)` : "");
 
-  /** Compute `text` (and `source`) and put it in the spotlight as "own"; null (and a message) if it cannot be read. */
+  /** `text` (and `source`) computed as a sentence for the spotlight; null (and a message) if it cannot be read. */
   function compute(text, source, causal) {
     if (text.length > LIMIT_CHARS || source.length > LIMIT_CHARS) {
       say(`That is ${Math.max(text.length, source.length).toLocaleString("en")} characters: a sentence here may have at most ` +
@@ -82,21 +80,8 @@
       id: "own", own: params.toString(), label: "Your sentence: " + (plain.length > 40 ? plain.slice(0, 39) + "…" : plain), kind,
       note: "Your sentence, computed in your browser by the same designed model; the build-time checks do not cover it.",
       queries: q.words.map(w => w.text), keys: (k || q).words.map(w => w.text), key_label: k ? "your source" : "",
-      roles_k: rk, residual: { before: before.map(x => x.slice(0, T.embedding_dims.length)), after }, heads
+      roles_k: rk, residual: { before: before.map(x => x.slice(0, T.embedding_dims.length)), after }, heads, head_meta: HEAD_META
     };
-  }
-
-  /** Make S the spotlight's "own" sentence, with an entry in the Sentence select. */
-  function put(S) {
-    const { el, sentences } = api;
-    sentences.set("own", S);
-    let opt = el.sentence.querySelector('option[value="own"]');
-    if (!opt) {
-      opt = h("option", { value: "own" });
-      el.sentence.append(h("optgroup", { label: "Yours" }, [opt]));
-    }
-    opt.textContent = S.label;
-    drawChips();
   }
 
   /** One tag chip (a select) per word; changing one rewrites that word as word/TAG and recomputes. */
@@ -115,7 +100,7 @@
   }
 
   function retag(chip, tag) {
-    const which = chip[0], w = current[which].words[+chip.slice(1)], input = which === "q" ? api.el.ownText : api.el.ownSource;
+    const which = chip[0], w = current[which].words[+chip.slice(1)], input = which === "q" ? door.el.ownText : door.el.ownSource;
     const text = which === "q" ? current.text : current.source;
     input.value = text.slice(0, w.start) + `${w.text}/${tag}` + text.slice(w.start + w.written.length);
     submit();
@@ -123,35 +108,36 @@
 
   /** Enter or the button: the box's sentence becomes the spotlight's. */
   function submit() {
-    const { el } = api;
+    const { el } = door;
     try {
       const S = compute(el.ownText.value, el.ownSource.value, el.ownCausal.checked);
       if (!S) return;
-      put(S);
-      const st = api.state();
-      api.update({ s: "own", q: st.s === "own" && st.q < S.queries.length ? st.q : 0 });
+      const st = door.state();
+      door.setOwnSentence(S, { q: st.s === "own" && st.q < S.queries.length ? st.q : 0 });
+      drawChips();
     } catch (err) {
       say(`This sentence could not be computed (${err.message}).`);
     }
   }
 
-  /** A link or Back/Forward names an own sentence: compute it (the spotlight then shows it). */
+  /** A link or Back/Forward names an own sentence: the sentence, computed again (the spotlight then
+      shows it), or null if it cannot be. */
   function restore(hash) {
-    const p = new URLSearchParams(hash.replace(/^#/, "")), { el } = api;
+    const p = new URLSearchParams(hash.replace(/^#/, "")), { el } = door;
     const text = p.get("t") || "", source = p.get("src") || "", causal = p.get("c") === "1";
-    if (current && current.text === text && current.source === source && current.causal === causal && api.sentences.has("own")) return;
     el.ownText.value = text;
     el.ownSource.value = source;
     el.ownCausal.checked = causal;
     syncCausal();
     try {
       const S = compute(text, source, causal);
-      if (S) put(S);
-      else api.sentences.delete("own");
+      if (S) drawChips();
+      return S;
     } catch (err) {
       say(`This sentence could not be computed (${err.message}).`);
+      return null;
     }
   }
 
-  Labs.own = { start, submit, restore };
+  Labs.code.own = { start, submit, restore };
 })();

@@ -1,25 +1,26 @@
 /* The pattern view (#sl-pattern): the current head's whole n × m pattern as a real <table> — rows are
    queries, columns keys, the shade is the weight — the shuffle (what position is for) and the
    closest learned head. Loaded by spotlight.js (data.pattern.src, written by pattern.py) the first
-   time the learner opens the view, with Labs.patternData: {shuffle: {sentence id: {order, heads:
+   time the learner opens the view, with Labs.data.pattern: {shuffle: {sentence id: {order, heads:
    {id: {before, after}}}}, learned: {heads: {id: {layer, head, agreement, words, sentences, next}},
    words: {sentence id: [model word of each word]}}}.
-   Labs.pattern = { start(api), paint(view) }: the spotlight calls paint() on every repaint. */
+   Labs.code.pattern = { start(door, files), paint(view) }: the spotlight calls paint() on every
+   repaint; everything it shows comes from the view, and a click changes the spotlight through the door. */
 (() => {
   "use strict";
-  const Labs = window.Labs, P = Labs.patternData, u = Labs.util, { h } = u;
+  const Labs = window.Labs, P = Labs.data.pattern, u = Labs.util, { h } = u;
   const pc = x => Math.round(x * 100) + "%", pc1 = x => (x * 100).toFixed(1) + "%";
-  let api = null, el = null, built = "", shuffled = false, tables = [], at = null, hint = null;
+  let door = null, el = null, built = "", shuffled = false, tables = [], at = null, hint = null;
 
-  function start(a) {
-    api = a;
-    el = api.el;
-    document.head.append(h("link", { rel: "stylesheet", href: new URL(api.data.pattern.css, document.baseURI).href }));
+  function start(d, files) {
+    door = d;
+    el = door.el;
+    u.load(files.css).catch(() => {}); // without it the table still reads, unshaded
     const body = el.patternBody;
     body.addEventListener("click", ev => {
       const b = ev.target.closest("[data-q]");
-      if (b?.matches("button")) api.update({ q: +b.dataset.q });
-      if (ev.target.closest(".sl-pat-shuffle")) { shuffled = !shuffled; built = ""; paint(api.view()); }
+      if (b?.matches("button")) door.update({ q: +b.dataset.q });
+      if (ev.target.closest(".sl-pat-shuffle")) { shuffled = !shuffled; built = ""; paint(door.view()); }
     });
     body.addEventListener("keydown", onKey);
     for (const type of ["pointerover", "focusin"]) body.addEventListener(type, ev => say(ev.target.closest("td[data-c]")));
@@ -27,20 +28,21 @@
 
   /* ---------- what a grid shows ---------- */
 
+  const modelName = () => door.info.model.name.split("/").pop();
+
   /** The current head's grid: {caption, cols, rows: [{word, q, cells: [{w, pct, masked}]}]}. */
   function current(v) {
-    const st = api.state(), S = v.S;
+    const S = v.S;
     if (v.real) {
-      const R = api.realOf(st.s), rh = /^L(\d+)H(\d+)$/.exec(st.h).slice(1).map(Number), A = R.attention[rh[0]][rh[1]];
-      const keep = R.words.map((w, j) => j).filter(j => !v.hidden[j]);
-      return { caption: `Every query of ${v.name} (${api.data.real.model.split("/").pop()})`, cols: keep.map(j => R.words[j]),
+      const A = v.attention, keep = v.keys.map((w, j) => j).filter(j => !v.hidden[j]);
+      return { caption: `Every query of ${v.name} (${modelName()})`, cols: keep.map(j => v.keys[j]),
         rows: keep.map(i => {
           const pct = u.roundShares(A[i], 100);
-          return { word: R.words[i], q: i, cells: keep.map(j => ({ w: A[i][j] / 1000, pct: pct[j] })) };
+          return { word: v.queries[i], q: i, cells: keep.map(j => ({ w: A[i][j] / 1000, pct: pct[j] })) };
         }) };
     }
-    const H = v.H, W = st.scale ? H.weights : H.weights_unscaled, pct = st.scale ? H.pct : H.pct_unscaled;
-    return { caption: `Every query of the ${v.name}` + (st.scale ? "" : " (no ÷√d)"), cols: S.keys,
+    const H = v.H, W = v.scale ? H.weights : H.weights_unscaled, pct = v.scale ? H.pct : H.pct_unscaled;
+    return { caption: `Every query of the ${v.name}` + (v.scale ? "" : " (no ÷√d)"), cols: S.keys,
       rows: S.queries.map((word, i) => ({ word, q: i,
         cells: S.keys.map((k, j) => ({ w: W[i][j], pct: pct[i][j], masked: !!H.scores && H.scores[i][j] === null })) })) };
   }
@@ -78,7 +80,7 @@
   }
 
   function build(v) {
-    const st = api.state(), S = v.S, X = !v.real && P.shuffle?.[S.id], kids = [];
+    const S = v.S, X = !v.real && P.shuffle?.[S.id], kids = [];
     tables = [];
     if (!X) shuffled = false;
     const what = v.cross ? `The queries (rows) come from one sentence and the keys (columns) from the ${S.key_label || "other"}, ` +
@@ -94,11 +96,11 @@
     at = h("p", { class: "sl-pat-at", "aria-hidden": "true" }, ["Point at a cell to read its weight."]);
     hint = h("p", { class: "sl-pat-hint", hidden: "" }, ["Scroll the grid sideways to see every key →"]);
     if (shuffled) {
-      const [a, b] = shuffleGrids(S, st.h, v.m.name);
+      const [a, b] = shuffleGrids(S, v.h, v.m.name);
       kids.push(h("p", null, ["Each word keeps its tag and its subject flag and takes the position of its new slot, as a " +
         "Transformer with position embeddings does (RoPE and ALiBi bring in position differently). Both grids leave out the heads' position biases (a bias " +
         "that compares positions is position information too), so what is left is softmax(q·kᵀ/√d)."]),
-      at, hint, h("div", { class: "sl-pat-pair" }, [table(a), table(b)]), summary(S, X, st.q));
+      at, hint, h("div", { class: "sl-pat-pair" }, [table(a), table(b)]), summary(S, X, v.q));
     } else kids.push(at, hint, table(current(v)));
     kids.push(learned(v));
     el.patternBody.replaceChildren(...kids.filter(Boolean));
@@ -108,7 +110,7 @@
   function summary(S, X, q) {
     const order = X.order, slot = order.indexOf(q), word = `“${S.queries[q]}”`;
     const top = row => row.reduce((b, w, j) => w > row[b] ? j : b, 0);
-    const items = api.data.heads.filter(m => X.heads[m.id]).map(m => {
+    const items = door.info.heads.filter(m => X.heads[m.id]).map(m => {
       const M = X.heads[m.id], before = top(M.before[q]), after = order[top(M.after[slot])];
       const same = M.before[q].every((w, j) => Math.abs(w - M.after[slot][order.indexOf(j)]) < 1e-9);
       const flat = Math.max(...M.before[q]) - Math.min(...M.before[q]) < 1e-9;
@@ -123,35 +125,35 @@
 
   /** The closest learned head to the current designed head (or, on a real head, which designed head it is closest to). */
   function learned(v) {
-    const L = P.learned, st = api.state();
+    const L = P.learned;
     if (!L?.heads) return null;
-    const model = api.data.real.model.split("/").pop(), name = x => `layer ${x.layer}, head ${x.head}`;
+    const model = modelName(), name = x => `layer ${x.layer}, head ${x.head}`;
     const define = `Agreement: for each word the designed head looks from, both rows are cut to the sentence's words ([CLS], [SEP] ` +
       `and words ${model} splits differently left out), each rescaled to 100%, and we add up the smaller of the two weights on ` +
       `every word — 100% for the same row, 0% for rows that share nothing (1 − total variation distance). Averaged over the words ` +
       `of ${L.sentences.length} sentences (the self-attention ones above and the head finder's); rows where the designed head looks ` +
       "for nothing (all equal, as coreference from a word that is not a pronoun) are not counted. Computed when the site was built.";
     if (v.real) {
-      const mine = Object.entries(L.heads).filter(([, x]) => `L${x.layer}H${x.head}` === st.h)
-        .map(([id, x]) => `the designed ${api.data.heads.find(m => m.id === id)?.name.toLowerCase() || id} head (agreement ${pc1(x.agreement)})`);
+      const mine = Object.entries(L.heads).filter(([, x]) => x.layer === v.layer && x.head === v.head)
+        .map(([id, x]) => `the designed ${door.info.heads.find(m => m.id === id)?.name.toLowerCase() || id} head (agreement ${pc1(x.agreement)})`);
       return mine.length ? h("p", { class: "sl-pat-learned" }, [`This is the closest learned head to ${mine.join(" and ")}. `, h("small", null, [define])]) : null;
     }
-    const x = L.heads[st.h];
+    const x = L.heads[v.h];
     if (!x) return null;
-    const sid = L.words[st.s] ? st.s : api.data.default.sentence, q = sid === st.s ? st.q : api.data.default.query;
+    const sid = L.words[v.s] ? v.s : door.info.sentence, q = sid === v.s ? v.q : door.info.query;
     const href = `#s=${encodeURIComponent(sid)}&h=L${x.layer}H${x.head}&q=${L.words[sid]?.[q] ?? 1}&scale=1&special=1`;
     return h("p", { class: "sl-pat-learned" }, [`Closest learned head: `, h("a", { href }, [`${name(x)} of ${model}`]),
       `, agreement ${pc1(x.agreement)} over ${x.words} words in ${x.sentences} sentences (next best: ${name(x.next)}, ` +
       `${pc1(x.next.agreement)}${x.agreement - x.next.agreement < 0.01 ? ": nearly a tie" : ""}). ` +
-      (sid === st.s ? "The link opens it on this word: its pattern shows here too, so you can compare." : "The link opens it on the first sentence."),
+      (sid === v.s ? "The link opens it on this word: its pattern shows here too, so you can compare." : "The link opens it on the first sentence."),
       " ", h("small", null, [define])]);
   }
 
   /* ---------- painting: only the query changes between builds ---------- */
 
   function paint(v) {
-    if (!api || !el.pattern.open) return;
-    const st = api.state(), sig = [st.s, st.own, st.h, st.scale, st.hide, shuffled, v.queries.length, v.keys.length].join("|");
+    if (!door || !el.pattern.open) return;
+    const sig = [v.sentenceKey, v.h, v.scale, v.hide, shuffled, v.queries.length, v.keys.length].join("|");
     const focus = el.patternBody.contains(document.activeElement) && document.activeElement;
     const again = focus && (focus.matches(".sl-pat-shuffle") ? ".sl-pat-shuffle"
       : focus.dataset.r !== undefined && [tables.indexOf(focus.closest("table")), focus.dataset.r, focus.dataset.c]);
@@ -159,7 +161,7 @@
     for (const t of tables) {
       let stop = null;
       for (const b of t.querySelectorAll(".sl-pat-q")) {
-        const on = +b.dataset.q === st.q;
+        const on = +b.dataset.q === v.q;
         b.setAttribute("aria-pressed", on);
         b.closest("tr").classList.toggle("is-query", on);
         if (on) stop = b;
@@ -190,7 +192,7 @@
     const r = +from.dataset.r, c = +from.dataset.c;
     if ((ev.key === "Enter" || ev.key === " ") && from.matches("td")) {
       ev.preventDefault();
-      api.update({ q: +t.querySelector(`.sl-pat-q[data-r="${r}"]`).dataset.q });
+      door.update({ q: +t.querySelector(`.sl-pat-q[data-r="${r}"]`).dataset.q });
       return;
     }
     const to = { ArrowLeft: [r, c - 1], ArrowRight: [r, c + 1], ArrowUp: [r - 1, c], ArrowDown: [r + 1, c],
@@ -207,5 +209,5 @@
     at.textContent = c.masked ? `“${q}” → “${k}”: masked, a later word` : `“${q}” → “${k}”: ${c.pct}%`;
   }
 
-  Labs.pattern = { start, paint };
+  Labs.code.pattern = { start, paint };
 })();

@@ -1,18 +1,20 @@
 /* The spotlight's code that its first paint does not need; spotlight.js adds this script
-   (data.more.src, written beside the page by the kind's page()) the first time a learner opens
-   or scrolls near the four moves, opens the model view, or downloads the view.
-   Labs.spotlightMore(ctx) → { hood, finderItem, figure }; ctx: { u, data, sentences, headsFor, button, state }. */
+   (data.more.src, one of the kind's shared files) the first time a learner opens or scrolls near
+   the four moves, opens the model view, downloads the view, or starts a module that sets "your
+   sentence". Functions of what they are given (a view: what spotlight.js's view() returns), which
+   return nodes, a figure or a sentence and change nothing of the spotlight's.
+   Labs.code.spotlightMore = { hood(view, step), figure(view, caption, label), download(view, caption, type, done),
+     realHead(view, model), modelIntro(model, read, inBrowser), finder(reports, label), finderIntro(),
+     ownSentence(sentence, pageHeads, model) } */
 (() => {
   "use strict";
-  const Labs = window.Labs = window.Labs || {};
-  Labs.spotlightMore = ctx => {
-  const { u, data, sentences, headsFor, button } = ctx, { h, fmt, sum } = u, PREC = data.precision;
-  let state = ctx.state();
+  const u = window.Labs.util, { h, fmt, sum } = u;
+  const button = (attrs, kids) => h("button", { type: "button", ...attrs }, kids);
 
-  /** Step s (0–3) for the current word: a paragraph or two and a table of the numbers. */
+  /** Step s (0–3) for the view's word: a paragraph or two and a table of the numbers (a designed head's view). */
   function hood(v, s) {
-    const { H, m, S } = v, q = state.q, d = m.q_dims.length, kd = m.k_dims || m.q_dims, bias = H.bias;
-    const vec = x => u.short(x, PREC.vectors), p = (...kids) => h("p", null, kids);
+    const { H, m, S, q } = v, d = m.q_dims.length, kd = m.k_dims || m.q_dims, bias = H.bias;
+    const vec = x => u.short(x, v.precision.vectors), p = (...kids) => h("p", null, kids);
     const cols = vectors => vectors[0].map((x, c) => c).filter(c => vectors.some(r => r[c]));
     const key = j => v.keys[j] + (S.roles_k?.[j] ? " · " + S.roles_k[j] : "");
     const row = (label, cells, cls) => h("tr", { class: cls }, [h("th", { scope: "row" }, [label]),
@@ -24,7 +26,7 @@
         h("tbody", null, body), foot && h("tfoot", null, [foot])])]);
     }
     // The score that goes into the softmax: the build's scaled score, or q·k + bias when ÷√d is off.
-    const score = j => H.scores[q][j] === null ? null : state.scale ? H.scaled[q][j] : H.scores[q][j] + (bias ? bias[q][j] : 0);
+    const score = j => H.scores[q][j] === null ? null : v.scale ? H.scaled[q][j] : H.scores[q][j] + (bias ? bias[q][j] : 0);
 
     if (s === 0) {
       const c = cols([H.q[q], ...H.k]), left = d - c.length;
@@ -38,9 +40,9 @@
         [row("q  " + v.word, c.map(i => vec(H.q[q][i])), "is-q"), ...H.k.map((k, j) => row("k  " + key(j), c.map(i => vec(k[i])), v.masked[j] ? "is-masked" : null))])];
     }
     if (s === 1) {
-      const head = ["key", "q·k", ...(state.scale ? ["÷ √" + d] : []), ...(bias ? ["+ bias"] : []), "= score"];
+      const head = ["key", "q·k", ...(v.scale ? ["÷ √" + d] : []), ...(bias ? ["+ bias"] : []), "= score"];
       return [p("Compare: each score is the dot product q·k — multiply matching dimensions and add. The better a key matches " +
-        "the query, the higher its score. " + (state.scale
+        "the query, the higher its score. " + (v.scale
           ? `Then divide by √d = √${d} = ${fmt(Math.sqrt(d), 2)}, as the original Transformer and most models since do: dot products of longer vectors ` +
             "spread wider, and the division keeps the scores in the same range whatever d is."
           : "The ÷√d switch is off, so the raw scores go straight to the softmax.")),
@@ -48,7 +50,7 @@
         "do this too (T5 and ALiBi add position biases). Here: " + m.bias),
       // The scaled column is the build's score less the bias, so each row adds up as printed.
       table(`Scores for “${v.word}”`, head, rowsFor(j => H.scores[q][j] === null ? ["masked", ...head.slice(2).map(() => "–")]
-        : [vec(H.scores[q][j]), ...(state.scale ? [vec(H.scaled[q][j] - (bias ? bias[q][j] : 0))] : []), ...(bias ? [vec(bias[q][j])] : []), vec(score(j))]))];
+        : [vec(H.scores[q][j]), ...(v.scale ? [vec(H.scaled[q][j] - (bias ? bias[q][j] : 0))] : []), ...(bias ? [vec(bias[q][j])] : []), vec(score(j))]))];
     }
     if (s === 2) {
       const scores = v.keys.map((k, j) => score(j)), max = Math.max(...scores.filter(x => x !== null));
@@ -57,24 +59,24 @@
         `the power of each, then divide by their sum (${fmt(total, 3)}). The weights are never negative and add up to 1` +
         (S.kind === "causal" ? "; masked words count as −∞, so they get exactly 0." : ".")),
       table(`Softmax for “${v.word}”`, ["key", "score", "e^(score − max)", "weight", "%"], rowsFor(j => scores[j] === null
-        ? ["−∞", "0", fmt(0, 4), "0%"] : [vec(scores[j]), fmt(ex[j], 3), fmt(v.weights[j], PREC.weights), v.pct[j] + "%"]),
+        ? ["−∞", "0", fmt(0, 4), "0%"] : [vec(scores[j]), fmt(ex[j], 3), fmt(v.weights[j], v.precision.weights), v.pct[j] + "%"]),
       row("sum", ["", fmt(total, 3), fmt(sum(v.weights), 2), sum(v.pct) + "%"]))];
     }
-    const out = state.scale ? H.out[q] : H.v[0].map((x, c) => sum(H.v.map((r, j) => v.weights[j] * r[c])));
+    const out = v.scale ? H.out[q] : H.v[0].map((x, c) => sum(H.v.map((r, j) => v.weights[j] * r[c])));
     const c = cols([...H.v, out]);
     return [p(`Mix: multiply each word's value vector by its weight and add them up. This designed head has its own W_V, so its ` +
       `values carry only what it passes on (${m.v_dims.join(", ")}); a word with more weight contributes more to the mix.` +
-      (state.scale ? "" : " (With ÷√d off, this mix is recomputed here from the weights shown.)")),
+      (v.scale ? "" : " (With ÷√d off, this mix is recomputed here from the weights shown.)")),
     table("Values, weighted", ["value", "weight", ...c.map(i => m.v_dims[i])], rowsFor(j => [fmt(v.weights[j], 3), ...c.map(i => vec(H.v[j][i]))]),
       row("mix", ["Σ", ...c.map(i => fmt(out[i], 3))])),
-    ...residual(v, m, H, q)];
+    ...residual(v)];
   }
 
   /** The rest of move 4: the blend through W_O, added to the word's own vector (built with ÷√d, all heads). */
-  function residual(v, m, H, q) {
-    const S = v.S, R = S.residual || S.heads[data.heads[0].id]?.residual, dims = data.residual_dims, p = (...kids) => h("p", null, kids);
+  function residual(v) {
+    const { S, m, H, q, residualDims: dims } = v, R = S.residual || S.heads[v.heads[0].id]?.residual, p = (...kids) => h("p", null, kids);
     if (!R || !H.o) return [];
-    const shown = headsFor(S), before = dims.map((d, i) => R.before[q][i] ?? 0), after = R.after[q];
+    const shown = v.heads, before = dims.map((d, i) => R.before[q][i] ?? 0), after = R.after[q];
     const mine = dims.map(d => { const i = m.o_dims.indexOf(d); return i < 0 ? 0 : H.o[q][i]; });
     const others = dims.map((d, i) => after[i] - before[i] - mine[i]);
     const rowsShown = dims.map((d, i) => i).filter(i => before[i] || mine[i] || Math.abs(others[i]) >= 0.05);
@@ -88,7 +90,7 @@
       `${sum(widths)} numbers, one W_V per head) are joined and projected by one W_O.`),
     p(`Our W_O simply copies each head's mix into slots of its own (${m.o_dims.slice(0, 2).join(", ")}…), so you can ` +
       `read what got added; a trained W_O mixes all heads into every dimension. So “${v.word}” keeps ${role} = 1 — it does ` +
-      "not turn into what it looked at — and gains what its heads found." + (state.scale ? "" : " This table shows the layer as built, with ÷√d.")),
+      "not turn into what it looked at — and gains what its heads found." + (v.scale ? "" : " This table shows the layer as built, with ÷√d.")),
     h("div", { class: "sl-scroll", tabindex: 0, role: "region", "aria-label": `“${v.word}” before and after` }, [h("table", { class: "sl-num" }, [
       h("caption", null, [`“${v.word}” before → after the layer`]),
       h("thead", null, [h("tr", null, ["dimension", "before", `+ ${m.name}`, "+ other heads", "= after"].map(x => h("th", { scope: "col" }, [x])))]),
@@ -97,12 +99,13 @@
     left ? p(`${left} smaller entr${left === 1 ? "y" : "ies"} from the other heads (under 0.05) left out.`) : null].filter(Boolean);
   }
 
-  /** One relation of the head finder: the head picked on one half, its held-out score, the baselines, links. */
-  function finderItem(f) {
+  /** One relation of the head finder: the head picked on one half, its held-out score, the baselines,
+      links to examples (`label(sentence id)`: the sentence's name). */
+  function finderItem(f, label) {
     const b = f.head, pc = x => Math.round(x * 100) + "%", s = n => n === 1 ? "" : "s";
     const [off, tag] = f.baselines, away = Math.abs(off.offset), [vOff, vTag] = f.versus;
     const link = (ex, text) => ex && h("a", { href: `#s=${encodeURIComponent(ex.sentence)}&h=L${b.layer}H${b.head}&q=${ex.q}&scale=1&special=1` },
-      [`${text}: “${ex.word}” → “${ex.target}” in “${sentences.get(ex.sentence)?.label || ex.sentence}”`]);
+      [`${text}: “${ex.word}” → “${ex.target}” in “${label(ex.sentence)}”`]);
     const verdict = f.beats_baseline ? "Beats both rules on the held-out pairs."
       : !vOff.wins && !vOff.losses && !vTag.wins && !vTag.losses ? "It agrees with both rules on every held-out pair, so these pairs do not show it doing more than they do."
       : `Not shown to beat both rules on these held-out pairs (against the offset rule ${vOff.wins} won, ${vOff.losses} lost; ` +
@@ -137,8 +140,7 @@
       title, sentence, the words shaded by weight with the query marked, the links, and a legend of
       every key with its percentage. A light palette whatever the page's, as a slide wants. */
   function figure(v, caption, sentenceLabel) {
-    state = ctx.state();
-    const items = [], PAD = 32, GAP = 8, SIZE = 20, WH = 40, q = state.q, cross = !!v.cross;
+    const items = [], PAD = 32, GAP = 8, SIZE = 20, WH = 40, q = v.q, cross = !!v.cross;
     const rect = (x, y, w, hh, fill, stroke, dash) => items.push({ t: "rect", x, y, w, h: hh, fill, stroke, dash });
     const text = (s, x, y, size, fill, weight = 400, anchor = "start") => items.push({ t: "text", s, x, y, size, fill, weight, anchor });
     const shown = j => !v.hidden[j];
@@ -212,7 +214,7 @@
     y += per * LH + 12;
     const total = sum(keys.map(j => v.pct[j]));
     text(`Total ${total}%` + (keys.length < v.keys.length ? ` of the shown words (hidden: ${100 - total}%)` : ""), PAD, y + 14, 14, C.text, 700);
-    text("Attention Labs — every weight computed when the site was built", W - PAD, y + 14, 13, C.muted, 400, "end");
+    text("Attention Labs — every weight computed " + (v.s === "own" ? "in your browser" : "when the site was built"), W - PAD, y + 14, 13, C.muted, 400, "end");
     const H = Math.round(y + 14 + PAD);
 
     const svg = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="${esc(FONT)}">`,
@@ -259,14 +261,89 @@
     return { svg: svg.join("\n") + "\n", width: W, height: H, draw };
   }
 
+  /** Save the view as a figure: "svg", or "png" at twice the size; done(file name) once saved. */
+  function download(v, caption, type, done) {
+    const f = figure(v, caption, v.S.label), slug = x => String(x).replace(/[^\w-]+/g, "_");
+    const name = `attention-${slug(v.s)}-${slug(v.h)}-${slug(v.word)}.${type}`;
+    const save = blob => {
+      const a = h("a", { href: URL.createObjectURL(blob), download: name });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(a.href), 60_000);
+      done(name);
+    };
+    if (type === "svg") return save(new Blob([f.svg], { type: "image/svg+xml" }));
+    const canvas = document.createElement("canvas");
+    f.draw(canvas, 2);
+    canvas.toBlob(save, "image/png");
+  }
+
+  /* ---------- "your sentence": a sentence made in the browser, checked before the spotlight takes it ---------- */
+
+  /** S completed as the page's sentences are, with `extra`: the descriptions of its designed heads
+      the page lacks. S brings designed heads' numbers (S.heads, each described by the page — its
+      ids are `pageHeads` — or by S.head_meta), the model's attention (S.real, as
+      Labs.data.realHeads[id]: words, special, attention[layers][heads][n][n] per mille; `model`:
+      {name, layers, heads} of the page's model, null without one), or both. Throws an Error that
+      says what is wrong. */
+  function ownSentence(S, pageHeads, model) {
+    const fail = why => { throw new Error(`setOwnSentence: ${why}`); };
+    if (!S || typeof S !== "object") fail("give a sentence object");
+    const kind = S.kind || "self", heads = S.heads || {}, R = S.real || null, ids = Object.keys(heads);
+    if (!["self", "causal", "cross"].includes(kind)) fail(`kind is "${kind}", not "self", "causal" or "cross"`);
+    const extra = (S.head_meta || []).filter(m => !pageHeads.includes(m.id) && ids.includes(m.id));
+    const unknown = ids.filter(id => !pageHeads.includes(id) && !extra.some(m => m.id === id));
+    if (unknown.length) fail(`head ${unknown.join(", ")} has no description (give it in head_meta)`);
+    if (R) {
+      if (!model) fail("this lab has no model, so a sentence cannot bring the model's attention");
+      if (kind === "cross") fail(`${model.name} reads one sentence at a time: no model attention for a cross sentence`);
+      const n = R.words?.length, square = A => A.length === n && A.every(row => row.length === n && row.every(x => x >= 0));
+      if (!n || R.special?.length !== n) fail("real.words and real.special must be lists of the same length");
+      if (!(R.attention?.length === model.layers && R.attention.every(layer => layer.length === model.heads && layer.every(square))))
+        fail(`real.attention must be [${model.layers}][${model.heads}][${n}][${n}] weights per mille`);
+    } else if (!ids.length) fail("it has neither designed heads nor the model's attention");
+    const queries = S.queries || R.words.filter((w, i) => !R.special[i]), keys = S.keys || queries;
+    for (const id of ids) {
+      if (heads[id].weights?.length !== queries.length || heads[id].weights.some(row => row.length !== keys.length))
+        fail(`head ${id}'s weights must be [${queries.length}][${keys.length}]`);
+    }
+    return { label: "Your sentence", note: "", key_label: "", own: "", ...S, id: "own", kind, heads, real: R, queries, keys, extra };
+  }
+
+  /* ---------- the model's heads ---------- */
+
+  /** What the spotlight says of the real head the view v shows (model: {name, layers, heads}):
+      {desc, note, hidden, cost, hood}: the head's description, the notes under the sentence (what
+      hiding [CLS]/[SEP] leaves out, when they are hidden), the quadratic cost, and the paragraph
+      that stands for the four moves. */
+  function realHead(v, model) {
+    const n2 = v.queries.length * v.keys.length, all = model.layers * model.heads, gone = j => v.hidden[j];
+    return {
+      hidden: v.hide ? `Hiding ${[...new Set(v.keys.filter((k, j) => gone(j)))].join("/")}: ${sum(v.pct.filter((x, j) => gone(j)))}% of this row. ` +
+        "The other weights are not renormalised." : "",
+      desc: `A real head of ${model.name.split("/").pop()} (${v.name}). Its weights come from the pretrained model; the ÷√d switch applies to the teaching heads only.`,
+      note: v.S.kind === "causal" ? "This model is an encoder: it reads the whole sentence at once, with no causal mask." : v.S.note,
+      cost: `${v.queries.length} tokens (with ${v.special.filter(Boolean).length} special) → ${n2} scores per head; this model's ${all} heads compute ${(n2 * all).toLocaleString("en")}. At 2× the tokens, 4× the scores.`,
+      hood: h("p", null, ["This is a real head, so its queries and keys live in the model's learned dimensions, which the page " +
+        "does not embed. What it does carry is the result of the first three moves: the softmax weights in the table, each row adding up to 100%."])
+    };
+  }
+
+  /** The model view's introduction: for a sentence the model has read (`read`), its attention computed at build or `inBrowser`. */
+  function modelIntro(model, read, inBrowser) {
+    return !read
+      ? `${model.name} is an encoder with self-attention only: it has no cross-attention to show here. Pick another sentence to see its real heads.`
+      : `The real attention weights of ${model.name} (${model.layers} layers × ${model.heads} heads) for this sentence, computed ` +
+        (inBrowser ? "in your browser from its published weights" : "by our NumPy forward pass of its published weights") +
+        ": nobody designed them. Each square shows where the current word looks in one head; layers and heads count from 0.";
+  }
+
+  /** The head finder's report as list items, one per relation type it found a head for. */
+  const finder = (reports, label) => reports.filter(f => f.head).map(f => finderItem(f, label));
+
   /** What the head finder did, above its report (the model view). */
   const finderIntro = () => h("p", { class: "sl-hint" }, ["For each kind of link between words, we labelled pairs in the sentences above and in more sentences of our own, and split the sentences in two halves. The head is picked on one half and scored on the other, held-out half, which it never saw. A hit: the head’s strongest weight, leaving out [CLS], [SEP] and the word itself, lands on the labelled word. Two simple rules are scored on the same pairs: look a fixed number of words away, and look at the nearest word with the right tag. We say a head beats them only if it finds at least 60% of the held-out pairs and wins clearly against both (a sign test, p < 0.05)."]);
 
-  return {
-    hood: (v, s) => { state = ctx.state(); return hood(v, s); },
-    finderIntro,
-    finderItem,
-    figure
-  };
-  };
+  window.Labs.code.spotlightMore = { hood, figure, download, realHead, modelIntro, finder, finderIntro, ownSentence };
 })();

@@ -1,11 +1,11 @@
 /* The ÷√d demo (#sqrt-demo, kinds/attention/sqrt.html): loaded on demand by static/70-sqrt.js,
-   in one script with its numbers (window.Labs.sqrtDemo, computed at build by
+   in one script with its numbers (Labs.data.sqrtDemo, computed at build by
    generator/attention/scaling.py; see generator/kinds/attention/sqrtdemo.py). It only shows the
    size the d slider picks: one typical draw's weights without and with ÷√d, and the averages
    over all draws. It shares nothing with spotlight.js. */
 (() => {
   "use strict";
-  const root = document.getElementById("sqrt-demo"), data = (window.Labs || {}).sqrtDemo;
+  const root = document.getElementById("sqrt-demo"), data = window.Labs?.data?.sqrtDemo;
   if (!root || !data || !data.sizes || !data.sizes.length) return;
   window.Labs.later?.show(root); // the table below, if it is not in the page yet
   // The slider and the two panels exist only with this script (the table below needs none).
