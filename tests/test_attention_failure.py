@@ -69,3 +69,16 @@ def test_the_designed_head_gets_it_wrong_and_the_build_checks_it(lab):
         result = teaching.compute(words, heads=("coreference",))["coreference"]
         it = [w.text for w in words].index("it")
         assert [w.text for w in words][int(np.argmax(result.weights[it]))] == "animal", text
+
+
+def test_the_notes_cls_count_is_the_cached_models(lab):
+    """"with [CLS] counted, 52 heads put it on [CLS]": the heads whose largest weight in the whole
+    row of "it" is on [CLS]."""
+    note = " ".join(_sentence(lab, "animal-wide")["note"].split())
+    said = re.search(r"with \[CLS\] counted, (\d+) heads put it on \[CLS\]", note)
+    assert said, note
+    cache = cachefile.load_cache(LAB / "real-heads.json")
+    (sha,) = cache["entries"]
+    entry = cachefile.cache_lookup(cache, sha, WIDE)
+    rows = np.asarray(entry["attention"])[:, :, entry["words"].index("it"), :]
+    assert int(said.group(1)) == int((rows.argmax(axis=-1) == entry["words"].index("[CLS]")).sum())

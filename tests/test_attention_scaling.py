@@ -103,31 +103,6 @@ def test_the_lab_text_quotes_the_computed_numbers():
     assert (raw, scaled) == (round(100 * size["top"]), round(100 * size["top_scaled"]))
 
 
-def test_the_faq_quotes_the_small_heads_numbers_the_build_computes():
-    """'turning off ÷√d moves sat on cat from 55% to 63% but black on noir from 73% to 100%'."""
-    from pathlib import Path
-
-    from generator.content import load_content
-    from generator.kinds.attention.widget import compute_widget
-
-    root = Path(__file__).resolve().parent.parent
-    faq = " ".join((root / "content/labs/attention/faq.yaml").read_text("utf-8").split())
-    said = re.search(r"\*sat\* on \*cat\* from (\d+)% to (\d+)% but \*black\* on \*noir\* from (\d+)% to (\d+)%", faq)
-    assert said, "the FAQ no longer quotes the small heads' numbers"
-    lab = next(lab for lab in load_content(root / "content").labs if lab.slug == "attention")
-    payload = compute_widget(lab.spec.widget)
-    rows = {s["id"]: s for s in payload["sentences"]}
-
-    def pct(sentence, head, query, key):
-        s = rows[sentence]
-        h = s["heads"][head]
-        q, k = s["queries"].index(query), s["keys"].index(key)
-        return h["pct"][q][k], h["pct_unscaled"][q][k]
-
-    assert tuple(int(x) for x in said.groups()) == (*pct("cat-mat", "syntax", "sat", "cat"),
-                                                     *pct("translate", "alignment", "black", "noir"))
-
-
 def test_a_change_to_one_payload_reaches_no_other():
     data = scaling.payload()
     data["sizes"][0]["scores"].append(1.0)

@@ -492,8 +492,12 @@ def _relation_report(kind: str, pairs: list[dict], outcomes: tuple[np.ndarray, n
     for name, base in (("offset", offset_held), ("tag", tag_held)):
         wins = sum(h and not b for h, b in zip(held_hits, base))
         losses = sum(b and not h for h, b in zip(held_hits, base))
+        # The test sees only the pairs where head and rule disagree: the fewest wins among them it
+        # would accept says how weak it is at this size (None: too few pairs for any to pass).
+        needed = next((w for w in range(wins + losses + 1)
+                       if realheads.sign_test_p(w, wins + losses - w) < BEATS_MAX_P), None)
         versus.append({"baseline": name, "wins": wins, "losses": losses,
-                       "p": round(realheads.sign_test_p(wins, losses), 4)})
+                       "p": round(realheads.sign_test_p(wins, losses), 4), "needed": needed})
     beats = bool(sum(held_hits) / len(held) >= BEATS_MIN_HIT and all(v["p"] < BEATS_MAX_P for v in versus))
     examples = {}
     chosen = hits[layer, head]

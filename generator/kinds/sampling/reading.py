@@ -75,9 +75,10 @@ class SamplingSpec:
         """The default context's distribution, for the page without JavaScript."""
         c = self.context(self.default_context)
         probs = decoding.softmax(c.logits, [self.temperatures[self.default_t]])[0]
-        pct = decoding.shares(decoding.to_parts(probs))
+        parts = decoding.to_parts(probs)
+        pct = decoding.shares(parts)
         return {"text": c.text, "t": format_t(self.temperatures[self.default_t]),
-                "rows": [(w, int(p)) for w, p in zip(c.words, pct)]}
+                "rows": [(w, share_text(int(p), int(n), decoding.PARTS)) for w, p, n in zip(c.words, pct, parts)]}
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,13 @@ class DialQuestion:
     context_id: str
     t_indexes: tuple[int, ...]
     condition: str
+
+
+def share_text(pct: int, parts: int, total: int) -> str:
+    """A whole percentage as the page writes it (``pctText`` in static/20-sampling.js): "<1%" for a
+    chance that rounds to 0 but can still be drawn, ">99%" for one that rounds to 100 while other
+    words can still be drawn; ``parts`` of ``total`` is the unrounded chance."""
+    return "<1%" if pct == 0 and parts > 0 else ">99%" if pct == 100 and parts < total else f"{pct}%"
 
 
 def format_t(t: float) -> str:

@@ -99,6 +99,15 @@
     left ? p(`${left} smaller entr${left === 1 ? "y" : "ies"} from the other heads (under 0.05) left out.`) : null].filter(Boolean);
   }
 
+  /** Why "not shown" is not "shown not to": the sign test counts only the pairs where head and rule disagree. */
+  function weakTest(versus) {
+    const said = versus.filter(v => v.p >= 0.05 && v.wins + v.losses).map(v => `against the ${v.baseline} rule ` + (v.needed === null
+      ? `only ${v.wins + v.losses} ${v.wins + v.losses === 1 ? "pair differs" : "pairs differ"}, too few for any result to pass`
+      : `it would need ${v.needed} wins of those ${v.wins + v.losses}`));
+    return said.length ? ` The sign test counts only the held-out pairs where the head and a rule disagree, so at this size ` +
+      `it is weak: ${said.join("; ")}.` : "";
+  }
+
   /** One relation of the head finder: the head picked on one half, its held-out score, the baselines,
       links to examples (`label(sentence id)`: the sentence's name). */
   function finderItem(f, label) {
@@ -109,7 +118,7 @@
     const verdict = f.beats_baseline ? "Beats both rules on the held-out pairs."
       : !vOff.wins && !vOff.losses && !vTag.wins && !vTag.losses ? "It agrees with both rules on every held-out pair, so these pairs do not show it doing more than they do."
       : `Not shown to beat both rules on these held-out pairs (against the offset rule ${vOff.wins} won, ${vOff.losses} lost; ` +
-        `against the tag rule ${vTag.wins} won, ${vTag.losses} lost).`;
+        `against the tag rule ${vTag.wins} won, ${vTag.losses} lost).` + weakTest([vOff, vTag]);
     const best = f.best_held, other = best.layer !== b.layer || best.head !== b.head;
     return h("li", null, [
       h("b", null, [f.relation]), ` — ${f.count} labelled pairs in ${f.sentences} sentences. Picked on ${f.pick.count}: `,
@@ -343,7 +352,7 @@
   const finder = (reports, label) => reports.filter(f => f.head).map(f => finderItem(f, label));
 
   /** What the head finder did, above its report (the model view). */
-  const finderIntro = () => h("p", { class: "sl-hint" }, ["For each kind of link between words, we labelled pairs in the sentences above and in more sentences of our own, and split the sentences in two halves. The head is picked on one half and scored on the other, held-out half, which it never saw. A hit: the head’s strongest weight, leaving out [CLS], [SEP] and the word itself, lands on the labelled word. Two simple rules are scored on the same pairs: look a fixed number of words away, and look at the nearest word with the right tag. We say a head beats them only if it finds at least 60% of the held-out pairs and wins clearly against both (a sign test, p < 0.05)."]);
+  const finderIntro = () => h("p", { class: "sl-hint" }, ["For each kind of link between words, we labelled pairs in the sentences above and in more sentences of our own, and split the sentences in two halves. The head is picked on one half and scored on the other, held-out half, which it never saw. A hit: the head’s strongest weight, leaving out [CLS], [SEP] and the word itself, lands on the labelled word. Two simple rules are scored on the same pairs: look a fixed number of words away, and look at the nearest word with the right tag. We say a head beats them only if it finds at least 60% of the held-out pairs and wins clearly against both (a sign test, p < 0.05). The pattern view can name another head for the same job, and both are right: it picks the head whose whole rows agree best with a designed head’s, the finder the one whose strongest weight most often lands on the labelled word."]);
 
   window.Labs.code.spotlightMore = { hood, figure, download, realHead, modelIntro, finder, finderIntro, ownSentence };
 })();
