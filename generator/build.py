@@ -28,7 +28,7 @@ from generator.errors import BuildError, ContentError, Diagnostic, display_path
 from generator.kinds import all_kinds
 from generator.links import PageLinks, check_links, collect, partial_link_problems
 from generator.model import Content
-from generator.pipeline import compute_lab, finish_site, kinds_of, load_lab, render_lab
+from generator.pipeline import compute_lab, finish_site, kinds_of, kinds_site_files, load_lab, render_lab
 from generator.render import Renderer
 from generator.theme import Theme
 from generator.sitefolder import SiteFiles, clean_litter, guard_output, pause_for_tests, site_folder, write_files
@@ -215,6 +215,9 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
         if problems:  # a page that cannot be drawn from a lab with mistakes: those are what to report
             raise ContentError(problems) from None
         raise
+    if not problems:
+        files.update(kinds_site_files(content, options, cache.folder / "kinds" if cache is not None else None,
+                                      taken=set(files) | set(written)))
     links = collect(files, {path: page for entry in stored.values() for path, page in entry.links.items()}
                     | {path: page for b in built for path, page in b.links.items()})
     known = set(files) | set(written)

@@ -45,7 +45,7 @@ from generator.errors import BuildError, ContentError, Diagnostic, display_path
 from generator.kinds import get_kind
 from generator.links import LinkChecker, PageLinks, page_links
 from generator.model import Content, Lab
-from generator.pipeline import RenderedLab, compute_lab, finish_site, kinds_of, load_lab, render_lab
+from generator.pipeline import RenderedLab, compute_lab, finish_site, kinds_of, kinds_site_files, load_lab, render_lab
 from generator.render import Renderer, source_date
 from generator.theme import Theme
 
@@ -325,6 +325,7 @@ class SiteBuilder:
         if problems:
             raise ContentError(problems)
         files = dict(rendered.files)
+        files.update(kinds_site_files(content, self.options, None, taken=rendered.files))
         finish_site(files, self.content_dir)
         last = self._last_good
         delta = {p for p, d in files.items() if p not in last or (last[p] is not d and last[p] != d)}

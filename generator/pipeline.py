@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.content import RecordingLinkTargets, SiteSource, load_lab as _read_lab, static_files
-from generator.errors import Diagnostic
+from generator.errors import BuildError, Diagnostic
 from generator.kinds import Computed, LabKind, get_kind
 from generator.links import PageLinks, page_links
 from generator.model import Content, Lab
@@ -76,6 +76,34 @@ def render_lab(renderer: Renderer, index: int, payload: Any) -> RenderedLab:
     warnings = tuple(renderer.warnings)
     renderer.warnings.clear()
     return RenderedLab(files, links, warnings)
+
+
+SITE_FILES_FOLDER = "assets/"  # where kinds' site files go (LabKind.site_files)
+
+
+def kinds_site_files(content: Content, options: Mapping[str, Any] | None, store: Path | None,
+                     taken: Collection[str] = ()) -> dict[str, bytes]:
+    """Every kind's :meth:`~generator.kinds.LabKind.site_files` for the site's labs, by path: each
+    kind asked once, with its own labs and its own folder of ``store`` (the build cache's; None:
+    none). Raises BuildError for a path outside ``assets/``, one of ``taken`` (paths the build
+    makes itself), or one two kinds give with different bytes."""
+    files: dict[str, bytes] = {}
+    given_by: dict[str, str] = {}
+    for kind in kinds_of(content):
+        labs = [lab for lab in content.labs if lab.kind == kind.name]
+        folder = store / kind.name if store is not None else None
+        for path, data in kind.site_files(labs, dict(options or {}), folder).items():
+            parts = path.split("/")
+            if not path.startswith(SITE_FILES_FOLDER) or any(p in ("", ".", "..") for p in parts):
+                raise BuildError(f"lab kind {kind.name!r} gave the site file {path!r}: site files go under "
+                                 f"{SITE_FILES_FOLDER}, as plain relative paths")
+            if path in taken:
+                raise BuildError(f"lab kind {kind.name!r} gave the site file {path!r}, a path the build makes itself")
+            if path in files and files[path] != data:
+                raise BuildError(f"lab kinds {given_by[path]!r} and {kind.name!r} both give the site file {path!r}, "
+                                 "with different bytes")
+            files[path], given_by[path] = data, given_by.get(path, kind.name)
+    return files
 
 
 def finish_site(files: dict[str, bytes], content_dir: Path, written: Collection[str] = ()) -> None:

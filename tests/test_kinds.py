@@ -231,3 +231,50 @@ def test_build_outside_a_site_says_how_to_start_one(tmp_path, monkeypatch, capsy
     assert err[0] == "content:1:1: error: content folder not found (run `labs init DIR` to start a site)"
     code, _, err = run(capsys, "new", "x")
     assert code == 1 and "labs init DIR" in err[0]
+
+
+# ---- site files: what labs of several kinds share, written once --------------------------------
+
+
+def test_a_kinds_site_files_are_written_once_with_its_labs_and_a_store_in_the_cache(project, monkeypatch, capsys):
+    from generator.build import build
+    from generator.incremental import SiteBuilder
+
+    seen = []
+
+    def site_files(self, labs, options, store):
+        seen.append(([lab.slug for lab in labs], store))
+        return {"assets/shared/model.js": b"model();\n"}
+
+    monkeypatch.setattr(type(get_kind("sampling")), "site_files", site_files)
+    monkeypatch.setattr(type(get_kind("attention")), "site_files", site_files)
+    build(project / "content", None, project / "site", cache_dir=project / ".labs-cache")
+    assert (project / "site/assets/shared/model.js").read_bytes() == b"model();\n"
+    assert sorted(seen) == [(["attention"], project / ".labs-cache/kinds/attention"),
+                            (["sampling"], project / ".labs-cache/kinds/sampling")]
+    seen.clear()
+    rebuilt = SiteBuilder(project / "content", None).rebuild()  # labs serve: the same files, no store
+    assert rebuilt.files["assets/shared/model.js"] == b"model();\n"
+    assert sorted(seen) == [(["attention"], None), (["sampling"], None)]
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"assets/x.js": b"a"}, "lab kinds 'attention' and 'sampling' both give the site file 'assets/x.js', with different bytes"),
+    ({"index.js": b"a"}, "site files go under assets/"),
+    ({"assets/../x.js": b"a"}, "site files go under assets/"),
+    ({"assets/site.css": b"a"}, None),  # made by the build: replaced below by the theme's real name
+], ids=["clash", "outside-assets", "dot-dot", "taken"])
+def test_site_files_that_clash_or_leave_assets_are_a_build_error(project, monkeypatch, capsys, given, message):
+    from generator.build import build_files
+    from generator.errors import BuildError
+
+    if message is None:  # a path the build makes itself: the theme's stylesheet
+        files, _ = build_files(project / "content")
+        taken = next(p for p in files if p.startswith("assets/site.") and p.endswith(".css"))
+        given, message = {taken: b"a"}, f"gave the site file {taken!r}, a path the build makes itself"
+    monkeypatch.setattr(type(get_kind("attention")), "site_files", lambda self, labs, options, store: given)
+    monkeypatch.setattr(type(get_kind("sampling")), "site_files",
+                        lambda self, labs, options, store: {p: b"b" for p in given if "x.js" in p})
+    with pytest.raises(BuildError) as caught:
+        build_files(project / "content")
+    assert message in str(caught.value)

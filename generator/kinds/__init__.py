@@ -160,6 +160,17 @@ class LabKind:
         it. Default: none."""
         return {}
 
+    def site_files(self, labs: Sequence[Lab], options: Mapping[str, Any], store: Path | None) -> Mapping[str, bytes]:
+        """Files that depend on what this kind's ``labs`` (every lab of the kind that loaded) ask
+        for and that labs share — of this kind or of others — by path inside the site, under
+        ``assets/``: e.g. a model runtime and its weights, which a tokens lab and an attention lab
+        load from the same place (:mod:`generator.runtime`). The build writes each path once; two
+        kinds that give the same path must give the same bytes. ``store`` is a folder of the build
+        cache the kind may keep what it made in, so a warm build does not make it again (None:
+        no cache, e.g. ``--no-cache``). ``options`` as in :meth:`compute`. Raise ContentError for
+        a lab's mistake, BuildError for anything else. Default: none."""
+        return {}
+
     def heavy_part(self, lab: Lab, embedded: Any) -> tuple[Path, int, int, int] | None:
         """The part of ``embedded`` (what :meth:`page` embeds) an author controls and that can
         grow without bound: the file, line and column where it is written, and its bytes. The
