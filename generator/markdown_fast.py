@@ -35,7 +35,8 @@ _PLAIN = re.compile(r"[^\\`*_\[\]<>&$|~{}\n\r\t\u00a0\ue000\ue001]*")
 _CONTROL = re.compile(r"[\t\r\x00-\x09\x0b-\x1f\x7f\x85\u2028\u2029\ud800-\uf8ff\ufeff]")
 _SPACES_LINE = re.compile(r"^ +$", re.M)
 _TEXT_DECLINED = ("$$", "``", "\\`", "![", "***", " \n", "\n\n\n")
-_HTML_OR_TABLE = re.compile(r"[<|]|&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[0-9a-zA-Z]+);")
+# A numeric character reference counts without its ";" (HTML reads "&#169 x" as "© x").
+_HTML_OR_TABLE = re.compile(r"[<|]|&(?:#[0-9]|#[xX][0-9a-fA-F]|[0-9a-zA-Z]+;)")
 _BLOCKISH = re.compile(r"[#>=+-]|\*\s|\d+[.)]|\[|[-=*_ ]+$")  # a line that could start or end a block
 _FENCE = re.compile(r"```[\w#.+-]*")
 _HEADING = re.compile(r"(#{1,5}) ([^#]*[^#\s])")

@@ -287,7 +287,7 @@ def test_simple_markdown_shortcut_is_taken_and_exact(source, monkeypatch):
     "a *b **c** d*", "a * b * c", "*a", "x_y_ z", "_a_", "`a` `b", "$5 and", "\\*a\\*", "[a]", "[a](b c)",
     "a &amp; b", "a <b>c</b>", "line\n- item", "# Title *em*", "#Title", "# A\n\n# A", "a  \nb", "a\n\n\nb",
     "![i](x.png)", "a | b", "- a\n\n- b", "2. a", "- a\n    b", "- a\n  - b", "1. a\nb", "a\n```\nb\n```",
-    "```\nb\n```\nc", "```\n```", "> quote",
+    "```\nb\n```\nc", "```\n```", "> quote", "&#0", "&#169 x", "a &#x41 b", "&copy;",
 ])
 def test_simple_markdown_shortcut_declines_what_it_does_not_know(source):
     assert simple_markdown(source, MathState(), []) is None
