@@ -19,7 +19,6 @@ import base64
 import functools
 import http.server
 import itertools
-import json
 import random
 import shutil
 import threading

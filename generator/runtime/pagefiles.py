@@ -99,7 +99,6 @@ def page_files(bundle: Bundle, chunk_bytes: int = CHUNK_BYTES, shard_rows: int =
         files[name] = script
         chunks.append({**entry, "offset": start})
 
-    d = config.hidden_size
     words, scales = bundle.tensors["embeddings.word.q"], bundle.tensors["embeddings.word.scales"]
     shards = []
     for index, first in enumerate(range(0, config.vocab_size, shard_rows)):
