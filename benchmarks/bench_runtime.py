@@ -32,8 +32,6 @@ import argparse
 import functools
 import gzip
 import http.server
-import os
-import shutil
 import statistics
 import sys
 import tempfile
@@ -43,9 +41,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench_page import chromium_path  # noqa: E402  (benchmarks/ is the script's folder)
+
 from generator.attention.wordpiece import encode
 from generator.runtime.bundle import read_bundle
 from generator.runtime.pagefiles import page_files, write_page_files
+from generator.statichost import StaticHostHandler
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; base-uri 'self'; "
        "frame-ancestors 'none'; worker-src 'self' blob:")
@@ -82,19 +83,10 @@ RUN = """async ([ids, runs]) => {
 }"""
 
 
-class Handler(http.server.SimpleHTTPRequestHandler):
+class Handler(StaticHostHandler):
     def end_headers(self):
         self.send_header("Content-Security-Policy", CSP)
         super().end_headers()
-
-    def log_message(self, format, *args):
-        pass
-
-
-def chromium_path() -> str | None:
-    if os.environ.get("LABS_CHROMIUM"):
-        return os.environ["LABS_CHROMIUM"]
-    return next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome", "chrome") if shutil.which(n)), None)
 
 
 def heap(cdp) -> float:
