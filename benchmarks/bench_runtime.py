@@ -6,9 +6,9 @@ Writes the bundle's page files (generator/runtime/pagefiles.py) and a bare harne
 temp folder, serves it on 127.0.0.1 with the site's CSP plus ``worker-src 'self' blob:``, and in
 headless Chromium measures:
 
-* the bytes of a first use (the runtime code, the manifest, every layer chunk, and the embedding
-  shards of a typical 20-word sentence), raw and gzip -6, and the token embeddings that sentence
-  loads;
+* the bytes of a first use (the runtime code, the manifest, the vocabulary, every layer chunk,
+  and the embedding shards of a typical 20-word sentence), raw and gzip -6, and the token
+  embeddings that sentence loads;
 * load + decode: ``Labs.runtime.load`` from the call to the model ready in its Worker;
 * the forward pass of that sentence (``model.run``), median of ``--runs``, in the Worker and on
   the main thread (``worker: false``), at full speed and with the CPU slowed 4× (CDP
@@ -106,7 +106,7 @@ def main() -> int:
     ids = list(encode(SENTENCE, bundle.tokenizer).ids)
     manifest, rows = page.manifest_data, page.manifest_data["spec"]["shard_rows"]
     shards = sorted({i // rows for i in ids})
-    first_use = [page.code, page.manifest, *(c["src"] for c in manifest["dense"]["chunks"]),
+    first_use = [page.code, page.manifest, manifest["vocab"]["src"], *(c["src"] for c in manifest["dense"]["chunks"]),
                  *(manifest["shards"][s]["src"] for s in shards)]
     raw = sum(len(page.files[n]) for n in first_use)
     gz = sum(len(gzip.compress(page.files[n], 6, mtime=0)) for n in first_use)

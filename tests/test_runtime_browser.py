@@ -9,8 +9,9 @@ it that lack a file or carry a damaged one. The folder is served by two local se
 the site's CSP plus ``worker-src 'self' blob:`` and one with the CSP alone (so the Worker is
 refused and the loader must fall back to the main thread), and opened from file://.
 
-Token ids are the input (the JavaScript tokenizer is tested on its own); ids come from
-``generator.attention.wordpiece`` over generated sentences.
+Token ids are the input (the JavaScript tokenizer is tested on its own, in
+test_runtime_tokenizer_parity.py); ids come from ``generator.attention.wordpiece`` over
+generated sentences. One test goes end to end, text through the page's tokenizer and model.
 """
 
 from __future__ import annotations
@@ -330,11 +331,39 @@ def test_minilm_loads_with_progress_and_runs_in_a_worker_over_http_and_from_file
     steps = got["steps"]
     assert steps[0] == [0, total] and steps[-1] == [total, total]
     assert all(a[0] < b[0] and a[1] == b[1] == total for a, b in zip(steps, steps[1:]))
-    assert len(steps) == 1 + len(manifest["dense"]["chunks"]) + len(first_shards)
+    assert len(steps) == 1 + 1 + len(manifest["dense"]["chunks"]) + len(first_shards)  # (0, total), the vocabulary, …
     assert got["left"] == [] and got["scripts"] == 0  # every value taken, every element removed
     n = len(ids)
     expected = bert.bert_forward(model.weights, model.config, np.array(ids)).attentions
     assert np.abs(floats(got["attentions"]).reshape(6, 12, n, n) - expected).max() <= 1e-4
+
+
+TOKENIZE_AND_RUN = """async ([src, texts]) => {
+  const m = await Labs.runtime.load({manifestSrc: src});
+  const out = [];
+  for (const text of texts) {
+    const ids = m.tokenizer.encode(text).ids;
+    const r = await m.run(ids);
+    out.push({ids, attentions: new Uint8Array(r.attentions.buffer).toBase64()});
+  }
+  return out;
+}"""
+
+
+def test_a_sentence_goes_through_the_pages_tokenizer_and_model_as_through_pythons(browser, harness):
+    """End to end: text -> wordpiece.js -> ids -> the JavaScript model, against wordpiece.py and NumPy."""
+    model = reference_model(read_bundle(COMMITTED))
+    texts = ["Tokenizers split unbelievably long words: Zürich's café, naïve 1,234.5 — done!",
+             *sentences(model.tokenizer.vocab, 5, seed=31)]
+    page = Page(browser, harness.url("file"))
+    got = page.evaluate(TOKENIZE_AND_RUN, [f"minilm/{harness.minilm.manifest}", texts])
+    page.close()
+    for text, result in zip(texts, got):
+        ids = list(encode(text, model.tokenizer).ids)
+        assert result["ids"] == ids, text
+        n = len(ids)
+        expected = bert.bert_forward(model.weights, model.config, np.array(ids)).attentions
+        assert np.abs(floats(result["attentions"]).reshape(6, 12, n, n) - expected).max() <= 1e-4
 
 
 def tiny_ids(harness: Harness, seed: int, count: int) -> list[list[int]]:

@@ -3,7 +3,7 @@
 
 Every data file is a script that registers one value::
 
-    (function(L){(L.runtimeData=L.runtimeData||{})["<its own file name>"]=<value>;})(window.Labs=window.Labs||{});
+    (function(L){(L.runtimeData=L.runtimeData||{})["<its own file name>"]=<value>;})(self.Labs=self.Labs||{});
 
 ``static/loader.js`` adds it with ``<script src>``, takes the value, deletes the key and removes the
 element. The files (all in one folder; names fingerprinted):
@@ -16,8 +16,10 @@ element. The files (all in one folder; names fingerprinted):
   into chunks of :data:`CHUNK_BYTES`, base64;
 * ``model-words-NNNN.<hash>.js`` — the token embeddings of :data:`SHARD_ROWS` consecutive ids
   each (int8 rows, then their float16 scales), base64; a sentence loads only the shards of its ids;
+* ``model-vocab.<hash>.js`` — the tokenizer's data (:func:`generator.runtime.vocab.tokenizer_data`);
 * ``model-license.<hash>.txt`` — the bundle's LICENSE, for the page to link to;
-* ``runtime.<hash>.js`` — the code: ``static/forward.js`` and ``static/loader.js``, minified.
+* ``runtime.<hash>.js`` — the code: ``static/forward.js``, ``static/wordpiece.js`` and
+  ``static/loader.js``, minified.
 
 Base64 in a string literal is the encoding: measured on all-MiniLM-L6-v2, its gzip is 5% above
 gzip of the raw bytes, while one character per byte (any mapping of bytes to characters) is 13-20%
@@ -33,8 +35,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.render import fingerprint, minified
+from generator.render import fingerprint, json_for_script, minified
 from generator.runtime.bundle import LICENSE_FILE, Bundle, layout
+from generator.runtime.vocab import tokenizer_data
 
 FORMAT = "attention-labs-runtime"
 VERSION = 1
@@ -45,7 +48,7 @@ CHUNK_BYTES = 1 << 20
 # at the median, 31 at most: 0.7-1.1 MB. Common words have neighbouring ids and share shards.
 SHARD_ROWS = 64
 STATIC = Path(__file__).resolve().parent / "static"
-CODE_FILES = ("forward.js", "loader.js")  # concatenated in this order into runtime.<hash>.js
+CODE_FILES = ("forward.js", "wordpiece.js", "loader.js")  # concatenated in this order into runtime.<hash>.js
 WORD_TENSORS = ("embeddings.word.q", "embeddings.word.scales")
 
 
@@ -57,14 +60,14 @@ class PageFiles:
     code: str  # the runtime script: add it before calling Labs.runtime.load
     manifest: str  # the manifest script: Labs.runtime.load({manifestSrc: <folder>/<manifest>})
     license: str  # the model's licence, to link from the page
-    load_bytes: int  # bytes Labs.runtime.load downloads before the first run (the layer chunks)
+    load_bytes: int  # bytes Labs.runtime.load downloads before the first run (vocabulary and layer chunks)
     manifest_data: Mapping  # what the manifest script registers (docs/runtime.md)
 
 
 def data_script(name: str, value: str) -> bytes:
     """The script registering ``value`` (JavaScript source of a value) as ``runtimeData[name]``."""
     return (f'(function(L){{(L.runtimeData=L.runtimeData||{{}})["{name}"]={value};}})'
-            f"(window.Labs=window.Labs||{{}});\n").encode("ascii")
+            f"(self.Labs=self.Labs||{{}});\n").encode("utf-8")
 
 
 def _binary_script(stem: str, data: bytes) -> tuple[str, bytes, dict]:
@@ -110,6 +113,11 @@ def page_files(bundle: Bundle, chunk_bytes: int = CHUNK_BYTES, shard_rows: int =
         files[name] = script
         shards.append({**entry, "count": rows.stop - rows.start, "scales_offset": scales_offset})
 
+    vocab = json_for_script(tokenizer_data(bundle.tokenizer))
+    vocab_name = fingerprint("model-vocab.js", vocab.encode("utf-8"))
+    files[vocab_name] = data_script(vocab_name, vocab)
+    vocab_entry = {"src": vocab_name, "size": len(files[vocab_name])}
+
     license_bytes = (bundle.folder / LICENSE_FILE).read_bytes()
     license_name = fingerprint("model-license.txt", license_bytes)
     files[license_name] = license_bytes
@@ -123,7 +131,8 @@ def page_files(bundle: Bundle, chunk_bytes: int = CHUNK_BYTES, shard_rows: int =
                  "shard_rows": shard_rows},
         "dense": {"bytes": dense_end, "chunks": chunks},
         "shards": shards,
-        "load_bytes": sum(chunk["size"] for chunk in chunks),
+        "vocab": vocab_entry,
+        "load_bytes": vocab_entry["size"] + sum(chunk["size"] for chunk in chunks),
     }
     encoded = json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     manifest_name = fingerprint("model-manifest.js", encoded.encode("ascii"))

@@ -115,9 +115,10 @@
         rows: q.shape[0], width: q.shape[1], groups: table[name + ".scales"].shape[1] };
     }
 
-    // spec: the manifest's model part {config, group, tensors (the dense tensors), shards: {rows}};
-    // dense: an ArrayBuffer holding those tensors at their offsets.
-    function createModel(spec, dense) {
+    // spec: the manifest's model part {config, group, tensors (the dense tensors), shard_rows};
+    // dense: an ArrayBuffer holding those tensors at their offsets. A generator: it yields after
+    // each layer's weights, so that the main thread can pause while 300,000 scales are widened.
+    function* modelSteps(spec, dense) {
       var c = spec.config, t = spec.tensors, layers = [];
       if (spec.group !== 32) throw new Error("this engine reads groups of 32 weights, not " + spec.group);
       if (c.hidden_size % 32 || c.intermediate_size % 32) throw new Error("widths must be multiples of 32");
@@ -126,11 +127,14 @@
         layers.push({ qkv: matrix(dense, t, p + "qkv"), o: matrix(dense, t, p + "o"), in: matrix(dense, t, p + "in"),
           out: matrix(dense, t, p + "out"), ln1g: view(dense, t[p + "ln1.g"]), ln1b: view(dense, t[p + "ln1.b"]),
           ln2g: view(dense, t[p + "ln2.g"]), ln2b: view(dense, t[p + "ln2.b"]) });
+        yield;
       }
       return { config: c, layers: layers, position: view(dense, t["embeddings.position"]),
         tokenType: view(dense, t["embeddings.token_type"]), lnG: view(dense, t["embeddings.ln.g"]),
         lnB: view(dense, t["embeddings.ln.b"]), shardRows: spec.shard_rows, shards: {} };
     }
+
+    function createModel(spec, dense) { return runToEnd(modelSteps(spec, dense)); }
 
     // A shard: token embeddings of ids [index·rows, index·rows + count): int8 [count, d], then
     // float16 scales [count, d/32] at byte scalesOffset.
@@ -280,7 +284,7 @@
       }
     }
 
-    var api = { createModel: createModel, addShard: addShard, missingShards: missingShards, forward: forward,
+    var api = { createModel: createModel, modelSteps: modelSteps, addShard: addShard, missingShards: missingShards, forward: forward,
       runToEnd: runToEnd, erf: erf, gelu: gelu, halfToNumber: halfToNumber };
 
     // ---- inside a Worker: the loader's messages ------------------------------------------------

@@ -3,6 +3,7 @@
  *
  *   Labs.runtime.describe(manifestSrc, {signal})     -> Promise<{totalBytes, model}>
  *   Labs.runtime.load({manifestSrc, ids, onProgress, signal, worker}) -> Promise<model>
+ *   model.tokenizer.encode(text) -> {tokens, ids, …}   (static/wordpiece.js)
  *   model.run(ids)  -> Promise<{ids, n, layers, heads, d, attentions, hidden}>
  *   model.close()
  *
@@ -205,27 +206,32 @@
     });
   }
 
-  // The engine on this thread: the forward pass advances in slices of SLICE_MS with a task between.
+  // Runs a generator (forward.js's steps) in slices of SLICE_MS with a task between them.
+  function sliced(steps, stopped) {
+    function slice() {
+      if (stopped()) throw new Error("The model was closed.");
+      var start = performance.now();
+      for (;;) {
+        var step = steps.next();
+        if (step.done) return step.value;
+        if (performance.now() - start > SLICE_MS) return nextTask().then(slice);
+      }
+    }
+    return nextTask().then(slice);
+  }
+
+  // The engine on this thread: building the model and every forward pass advance in slices.
   function mainEngine(spec, dense) {
-    var engine = runtime.engine(null, false), model = engine.createModel(spec, dense), closed = false;
-    return {
-      mode: "main",
-      addShard: function (index, buffer, entry) { engine.addShard(model, index, buffer, entry.count, entry.scales_offset); },
-      run: function (ids) {
-        var steps = engine.forward(model, ids);
-        function slice() {
-          if (closed) throw new Error("The model was closed.");
-          var start = performance.now();
-          for (;;) {
-            var step = steps.next();
-            if (step.done) return step.value;
-            if (performance.now() - start > SLICE_MS) return nextTask().then(slice);
-          }
-        }
-        return nextTask().then(slice);
-      },
-      close: function () { closed = true; },
-    };
+    var engine = runtime.engine(null, false), closed = false;
+    function stopped() { return closed; }
+    return sliced(engine.modelSteps(spec, dense), stopped).then(function (model) {
+      return {
+        mode: "main",
+        addShard: function (index, buffer, entry) { engine.addShard(model, index, buffer, entry.count, entry.scales_offset); },
+        run: function (ids) { return sliced(engine.forward(model, ids), stopped); },
+        close: function () { closed = true; },
+      };
+    });
   }
 
   // ---- loading -------------------------------------------------------------------------------
@@ -291,11 +297,13 @@
       if (options.worker !== false) workerReady = startWorker();
       var dense = allocate(manifest.dense.bytes);
       onProgress(0, total);
-      return eachLimited(chunks, PARALLEL, function (entry) {
-        return loadScript(absolute(entry.src, base), signal).then(function (text) {
-          return nextTask().then(function () {  // one chunk decoded per task
+      var vocab = null, files = [manifest.vocab].concat(chunks);
+      return eachLimited(files, PARALLEL, function (entry) {
+        return loadScript(absolute(entry.src, base), signal).then(function (value) {
+          return nextTask().then(function () {  // one file decoded per task
             check();
-            decodeInto(text, new Uint8Array(dense, entry.offset, entry.bytes), entry);
+            if (entry === manifest.vocab) vocab = value;
+            else decodeInto(value, new Uint8Array(dense, entry.offset, entry.bytes), entry);
             loaded += entry.size;
             onProgress(loaded, total);
           });
@@ -309,6 +317,8 @@
       }).then(function (e) {
         engine = e;
         var model = makeModel(manifest, base, engine, total);
+        // The tokenizer (static/wordpiece.js, in the same runtime script) over the model's vocabulary.
+        model.tokenizer = runtime.WordPiece && vocab ? runtime.WordPiece(vocab) : null;
         return model.ensureShards(first, signal, function (entry) {
           loaded += entry.size;
           onProgress(loaded, total);
