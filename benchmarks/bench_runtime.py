@@ -1,0 +1,159 @@
+"""What the in-page model costs a learner: download, loading, the forward pass, memory, jank.
+
+    python benchmarks/bench_runtime.py [--runs 15] [--bundle content/models/all-minilm-l6-v2]
+
+Writes the bundle's page files (generator/runtime/pagefiles.py) and a bare harness page into a
+temp folder, serves it on 127.0.0.1 with the site's CSP plus ``worker-src 'self' blob:``, and in
+headless Chromium measures:
+
+* the bytes of a first use (the runtime code, the manifest, the vocabulary, every layer chunk,
+  and the embedding shards of a typical 20-word sentence), raw and gzip -6, and the token
+  embeddings that sentence loads;
+* load + decode: ``Labs.runtime.load`` from the call to the model ready in its Worker;
+* the forward pass of that sentence (``model.run``), median of ``--runs``, in the Worker and on
+  the main thread (``worker: false``), at full speed and with the CPU slowed 4× (CDP
+  ``Emulation.setCPUThrottlingRate``, Lighthouse's mobile factor). The throttling slows the
+  page's main thread only, not a Worker: the main-thread engine's 4× figure is the one that
+  stands for a slow device;
+* the page's JS heap after loading (CDP ``Runtime.getHeapUsage``: used size plus ArrayBuffer
+  backing stores). With the Worker engine the weights live in the Worker, so the main-thread
+  engine's figure is the one to hold against the budget: it holds the whole model;
+* the longest main-thread task during loading and during a run (PerformanceObserver
+  ``longtask``: tasks over 50 ms; "none" when there was none).
+
+Targets (issue: the real model in the page): forward ≤ 250 ms median unthrottled and ≤ 1.5 s
+throttled 4×, load ≤ 2 s, first use ≤ 14 MB gzip, heap ≤ 150 MB, no task over 50 ms. Prints a
+Markdown table; the figures mean something only on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gzip
+import http.server
+import statistics
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench_page import chromium_path  # noqa: E402  (benchmarks/ is the script's folder)
+
+from generator.attention.wordpiece import encode
+from generator.runtime.bundle import read_bundle
+from generator.runtime.pagefiles import page_files, write_page_files
+from generator.statichost import StaticHostHandler
+
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; base-uri 'self'; "
+       "frame-ancestors 'none'; worker-src 'self' blob:")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--enable-precise-memory-info"]
+SENTENCE = ("The old lighthouse keeper watched the storm roll in across the bay, counting the seconds "
+            "between each flash of lightning.")  # 20 words
+MB = 1_000_000
+
+WATCH = """() => {
+  window.longTasks = [];
+  new PerformanceObserver(list => list.getEntries().forEach(e => window.longTasks.push(e.duration)))
+    .observe({type: "longtask", buffered: false});
+}"""
+LOAD = """async ([src, ids, worker]) => {
+  window.longTasks = [];
+  const t0 = performance.now();
+  window.model = await Labs.runtime.load({manifestSrc: src, ids, worker});
+  const ms = performance.now() - t0;
+  await new Promise(r => setTimeout(r, 100));  // let the observer report
+  return {ms, mode: window.model.mode, longest: Math.max(0, ...window.longTasks)};
+}"""
+RUN = """async ([ids, runs]) => {
+  await window.model.run(ids);  // warm: the JIT has compiled the kernels
+  window.longTasks = [];
+  const times = [];
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    await window.model.run(ids);
+    times.push(performance.now() - t0);
+  }
+  await new Promise(r => setTimeout(r, 100));
+  return {times, longest: Math.max(0, ...window.longTasks)};
+}"""
+
+
+class Handler(StaticHostHandler):
+    def end_headers(self):
+        self.send_header("Content-Security-Policy", CSP)
+        super().end_headers()
+
+
+def heap(cdp) -> float:
+    usage = cdp.send("Runtime.getHeapUsage")
+    return (usage["usedSize"] + usage.get("backingStorageSize", 0)) / MB
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--bundle", type=Path, default=ROOT / "content" / "models" / "all-minilm-l6-v2")
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    bundle = read_bundle(args.bundle)
+    page = page_files(bundle)
+    ids = list(encode(SENTENCE, bundle.tokenizer).ids)
+    manifest, rows = page.manifest_data, page.manifest_data["spec"]["shard_rows"]
+    shards = sorted({i // rows for i in ids})
+    first_use = [page.code, page.manifest, manifest["vocab"]["src"], *(c["src"] for c in manifest["dense"]["chunks"]),
+                 *(manifest["shards"][s]["src"] for s in shards)]
+    raw = sum(len(page.files[n]) for n in first_use)
+    gz = sum(len(gzip.compress(page.files[n], 6, mtime=0)) for n in first_use)
+    embeddings = sum(manifest["shards"][s]["size"] for s in shards)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        write_page_files(page, folder / "model")
+        (folder / "favicon.ico").write_bytes(b"")
+        (folder / "index.html").write_text(f'<!doctype html><html lang="en"><title>runtime</title>'
+                                           f'<script src="model/{page.code}"></script></html>\n', encoding="utf-8")
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(folder)))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{server.server_address[1]}/index.html"
+        src = f"model/{page.manifest}"
+        results = {}
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+            for mode in ("worker", "main"):
+                tab = browser.new_page()
+                cdp = tab.context.new_cdp_session(tab)
+                tab.goto(url)
+                tab.evaluate(WATCH)
+                loaded = tab.evaluate(LOAD, [src, ids, mode == "worker"])
+                assert loaded["mode"] == mode, loaded
+                page_heap = heap(cdp)
+                fast = tab.evaluate(RUN, [ids, args.runs])
+                cdp.send("Emulation.setCPUThrottlingRate", {"rate": 4})
+                slow = tab.evaluate(RUN, [ids, max(3, args.runs // 3)])
+                cdp.send("Emulation.setCPUThrottlingRate", {"rate": 1})
+                results[mode] = (loaded, page_heap, fast, slow)
+                tab.close()
+            browser.close()
+        server.shutdown()
+
+    print(f"20-word sentence: {len(ids)} word pieces, {len(shards)} embedding shards ({embeddings / MB:.2f} MB)")
+    print(f"first use: {raw / MB:.2f} MB raw, {gz / MB:.2f} MB gzip -6 (target ≤ 14 MB gzip)\n")
+    print("| engine | load + decode | longest task loading | forward median | 4× slower CPU | longest task running (1×, 4×) | page's JS heap after load |")
+    print("|---|---|---|---|---|---|---|")
+    for mode, (loaded, page_heap, fast, slow) in results.items():
+        def task(ms: float) -> str:
+            return f"{ms:.0f} ms" if ms else "none"
+        print(f"| {mode} | {loaded['ms']:.0f} ms | {task(loaded['longest'])} | {statistics.median(fast['times']):.0f} ms "
+              f"| {statistics.median(slow['times']):.0f} ms | {task(fast['longest'])}, {task(slow['longest'])} "
+              f"| {page_heap:.1f} MB |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
