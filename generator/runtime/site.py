@@ -1,0 +1,131 @@
+"""The runtime in a site: where a model bundle's page files go, how a lab page names them, and
+where a bundle comes from — a committed bundle folder or a checkpoint quantized at build.
+
+Every kind that offers the in-page model goes through here, so that an attention lab, a tokens
+lab and an embeddings lab that use the same bundle load the same files from the same place:
+
+* :func:`site_files` — the files to return from ``LabKind.site_files``: the bundle's page files
+  (:mod:`generator.runtime.pagefiles`) under ``assets/runtime/<bundle id>/``;
+* :func:`page_ref` — what a lab page embeds to load them (URLs relative to ``labs/<slug>/``);
+* :func:`bundle_at` — a committed bundle folder, read and checked once per process;
+* :func:`bundle_from_checkpoint` — a checkpoint folder quantized into a bundle, kept in the build
+  cache's ``store`` when there is one, so a warm build does not quantize again.
+
+The bundle id is the first 16 hex digits of the SHA-256 of its ``bundle.json``, which records the
+SHA-256 of every other file of the bundle: two bundles with one id are the same bundle, and a site
+can carry several.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from generator.errors import BuildError, display_path
+from generator.runtime.bundle import BUNDLE_FILE, Bundle, export_bundle, file_sha256, read_bundle
+from generator.runtime.pagefiles import PageFiles, page_files
+
+SITE_FOLDER = "assets/runtime"  # in the site: <SITE_FOLDER>/<bundle id>/<file>
+_FROM_LAB_PAGE = "../../"  # a lab page is labs/<slug>/index.html
+
+
+def bundle_id(bundle: Bundle) -> str:
+    """The bundle's name in the site: 16 hex digits of the SHA-256 of its bundle.json."""
+    return _bundle_id(bundle.folder / BUNDLE_FILE)
+
+
+def _bundle_id(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def _stamp(folder: Path) -> tuple:
+    """What changes when a bundle folder's files change: each file's size and modification time."""
+    try:
+        return tuple(sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir()))
+    except OSError:
+        return ()
+
+
+def bundle_at(folder: Path) -> Bundle:
+    """The bundle in ``folder``, read and every byte checked (:func:`read_bundle`) once per process
+    while its files stay the same. Raises BuildError naming the file for anything wrong."""
+    folder = Path(folder).resolve()
+    return _read(folder, _stamp(folder))
+
+
+@functools.lru_cache(maxsize=4)
+def _read(folder: Path, stamp: tuple) -> Bundle:
+    return read_bundle(folder)
+
+
+@functools.lru_cache(maxsize=4)
+def _page_files(folder: Path, stamp: tuple) -> tuple[str, PageFiles]:
+    bundle = _read(folder, stamp)
+    return bundle_id(bundle), page_files(bundle)
+
+
+def _files_of(bundle: Bundle) -> tuple[str, PageFiles]:
+    folder = bundle.folder.resolve()
+    return _page_files(folder, _stamp(folder))
+
+
+def site_files(bundle: Bundle) -> dict[str, bytes]:
+    """The bundle's page files by path in the site (made once per process per bundle)."""
+    ident, files = _files_of(bundle)
+    return {f"{SITE_FOLDER}/{ident}/{name}": data for name, data in files.files.items()}
+
+
+def page_ref(bundle: Bundle) -> dict[str, Any]:
+    """What a lab page needs to offer the bundle's model, JSON-ready: the URLs (relative to the lab
+    page) of the runtime's code, the manifest ``Labs.runtime.load`` reads first and the model's
+    licence; the bytes a first use downloads before its first run (vocabulary and layers; the
+    token-embedding shards of a sentence come on top); the model's name and the bundle id."""
+    ident, files = _files_of(bundle)
+    folder = f"{_FROM_LAB_PAGE}{SITE_FOLDER}/{ident}/"
+    return {"id": ident, "model": bundle.meta["model"]["name"], "code": folder + files.code,
+            "manifest": folder + files.manifest, "license": folder + files.license,
+            "download_bytes": files.load_bytes}
+
+
+def bundle_from_checkpoint(checkpoint: Path, store: Path | None) -> Bundle:
+    """``checkpoint`` (a BERT folder: config.json, model.safetensors, vocab.txt) quantized into a
+    bundle, exactly as ``export_bundle`` makes one (the same checkpoint gives the same bytes). With
+    a ``store`` folder (the build cache's), the bundle is kept there under the checkpoint's
+    SHA-256 and read back by later builds; without one, it is made in a temporary folder once per
+    process. Raises BuildError naming the file for a bad checkpoint."""
+    checkpoint = Path(checkpoint).resolve()
+    weights = checkpoint / "model.safetensors"
+    if not weights.is_file():
+        raise BuildError("model.safetensors not found", path=display_path(weights))
+    sha = file_sha256(weights)
+    if store is None:
+        return bundle_at(_quantized_once(checkpoint, sha))
+    kept = Path(store) / "bundles" / sha
+    if (kept / BUNDLE_FILE).is_file():
+        try:
+            bundle = bundle_at(kept)
+            if bundle.meta["checkpoint"]["sha256"] == sha:
+                return bundle
+        except BuildError:  # a damaged cache entry is made again
+            pass
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    fresh = Path(tempfile.mkdtemp(prefix=f".{sha[:8]}-", dir=kept.parent))
+    try:
+        export_bundle(checkpoint, fresh)
+        shutil.rmtree(kept, ignore_errors=True)
+        os.replace(fresh, kept)  # whole or not at all: a killed build leaves no half bundle under its name
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
+    return bundle_at(kept)
+
+
+@functools.lru_cache(maxsize=2)
+def _quantized_once(checkpoint: Path, sha: str) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="labs-bundle-"))
+    export_bundle(checkpoint, folder)
+    return folder
