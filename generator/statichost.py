@@ -6,6 +6,7 @@ memory instead (:mod:`generator.serve`)."""
 from __future__ import annotations
 
 import http.server
+import sys
 from pathlib import Path
 
 
@@ -26,3 +27,16 @@ class StaticHostHandler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, format, *args):
         pass
+
+
+class StaticHostServer(http.server.ThreadingHTTPServer):
+    """A threading HTTP server for :class:`StaticHostHandler` that, like a host, takes a client that
+    went away (a browser cancelling a request it no longer needs) as nothing to report: the
+    standard server prints each one's traceback on stderr, from whichever thread, whenever."""
+
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)

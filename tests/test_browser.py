@@ -20,7 +20,6 @@ Run: ``python -m pytest tests/test_browser.py -q``
 from __future__ import annotations
 
 import functools
-import http.server
 import json
 import re
 import threading
@@ -32,7 +31,7 @@ from conftest import spotlight_payload
 import yaml
 
 from generator.build import build
-from generator.statichost import StaticHostHandler
+from generator.statichost import StaticHostHandler, StaticHostServer
 
 try:
     from playwright.sync_api import expect, sync_playwright
@@ -68,7 +67,7 @@ class Site:
     folder: Path
     origin: str
     labs: list[str]
-    server: http.server.ThreadingHTTPServer = field(repr=False)
+    server: StaticHostServer = field(repr=False)
 
     def url(self, where: str, path: str = "", hash: str = "") -> str:
         """The address of a built page (``""``, ``"labs/x/"``, ``"404.html"``) over http or file://."""
@@ -90,7 +89,7 @@ class Site:
 def _serve(content: Path, out: Path) -> Site:
     result = build(content, ROOT / "theme", out)
     handler = functools.partial(_Handler, directory=str(out))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = StaticHostServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return Site(content, out, f"http://127.0.0.1:{server.server_address[1]}",
                 [lab.slug for lab in result.content.labs], server)
