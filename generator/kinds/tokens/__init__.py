@@ -1,0 +1,267 @@
+"""The tokens kind: how text becomes numbers, on a real model's WordPiece vocabulary.
+
+Author-facing syntax (``lab.yaml``; docs/kinds/tokens.md has every key)::
+
+    tokens:
+      vocabulary: ../../models/all-minilm-l6-v2   # required: a model bundle folder, relative to the lab
+      prompt: Type anything.                      # optional, one line above the widget
+      text: Tokenizers split unhappiness.         # optional: what "Your text" starts with; default: the
+                                                  # first example's text
+      word: unhappiness                           # optional: the word step by step starts on; default:
+                                                  # the first word of `text` split into the most pieces
+      examples:                                   # required, 2 to 8: compare and "why it matters"
+        - id: en-greeting                         # lower-case letters, digits, '-', '_'; unique
+          text: Good morning, how are you?
+          note: English prose.                    # optional
+      claims:                                     # optional, checked at build
+        - '"unhappiness" has 4 pieces'
+        - '"unhappiness" is un ##ha ##pp ##iness'
+        - '"😀" is [UNK]'
+        - '"fr-greeting" needs more pieces per word than "en-greeting"'
+
+A quoted example id stands for its text; anything else quoted is the text itself. A false claim
+fails at its line with what the tokenizer computed.
+
+Quiz type ``pieces``, in two forms (``text`` required in both)::
+
+    - type: pieces                 # how many pieces is X?
+      text: unhappiness
+      choices: [1, 4, 11]          # 2 to 6 whole numbers; the right one is computed
+      answer: 4                    # optional, checked
+    - type: pieces                 # click the piece that …
+      text: unhappiness
+      pick: continuation           # continuation (## pieces), word-start, unknown ([UNK]) or one piece
+      answer: "##ness"             # optional, checked: a piece pick selects
+
+What is computed where: at build, with :mod:`generator.attention.wordpiece` (:mod:`.pieces`):
+everything the page shows before the learner types (the starting text's pieces and ids, the
+step by step, compare, why it matters, the quiz). In the page, once the learner focuses or types in
+"Your text": the same tokenizer as ``static/wordpiece.js`` of :mod:`generator.runtime`, over the
+bundle's vocabulary script — both loaded then, from ``assets/runtime/<bundle id>/``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import html
+import pickle
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from generator.kinds import Computed, KindQuestion, LabKind, PageData
+from generator.kinds.tokens.pieces import count, ratio_text, steps
+from generator.kinds.tokens.reading import TokensSpec, describe, read_tokens
+from generator.model import Lab, Option
+from generator.runtime import site
+from generator.runtime.bundle import BUNDLE_FILE, VOCAB_FILE
+from generator.source import Reader
+
+PICKS = ("continuation", "word-start", "unknown")
+
+
+def _tokens(counted) -> list[list]:
+    return [[p, i, w] for p, i, w in zip(counted.pieces, counted.ids, counted.word_ids)]
+
+
+def compute_payload(spec: TokensSpec) -> dict[str, Any]:
+    tokenizer = spec.tokenizer()
+    bundle = site.bundle_at(Path(spec.bundle))
+    ref = site.page_ref(bundle)
+    files = site.site_files(bundle)
+    vocab_path = next(p for p in files if p.rsplit("/", 1)[-1].startswith("model-vocab."))
+    vocab = files[vocab_path]
+    folder = ref["code"].rsplit("/", 1)[0]
+    positions = bundle.config.max_position_embeddings
+    start = count(spec.text, tokenizer)
+    examples = []
+    first = None
+    for e in spec.examples:
+        c = count(e.text, tokenizer)
+        first = first or c
+        total = len(c.pieces) + 2
+        examples.append({
+            "id": e.id, "text": e.text, "note": e.note, "chars": c.chars, "words": c.spaced_words,
+            "pieces": _tokens(c), "per_word": ratio_text(c.per_word), "total": total,
+            "share": f"{100 * total / positions:.1f}", "fits": positions // total,
+            "vs_first": ratio_text(c.per_word / first.per_word) if first.per_word and c is not first else "",
+            "unknown": c.pieces.count(tokenizer.unk_token),
+        })
+    return {
+        "runtime": {"code": ref["code"], "vocab": f"{folder}/{vocab_path.rsplit('/', 1)[-1]}",
+                    "vocab_bytes": len(vocab), "vocab_gzip": len(gzip.compress(vocab, 9, mtime=0)),
+                    "model": ref["model"], "size": len(tokenizer.vocab), "positions": positions,
+                    "max_chars": tokenizer.max_input_chars_per_word},
+        "special": {"cls": [tokenizer.cls_token, tokenizer.vocab[tokenizer.cls_token]],
+                    "sep": [tokenizer.sep_token, tokenizer.vocab[tokenizer.sep_token]],
+                    "unk": tokenizer.unk_token},
+        "text": spec.text, "tokens": _tokens(start),
+        "counts": {"chars": start.chars, "words": start.spaced_words, "pieces": len(start.pieces)},
+        "word": spec.word, "steps": steps(spec.word, tokenizer) if spec.word else None,
+        "examples": examples, "first": spec.examples[0].id,
+    }
+
+
+def _picked(pick: str, piece: str, unk: str) -> bool:
+    if pick == "continuation":
+        return piece.startswith("##")
+    if pick == "word-start":
+        return not piece.startswith("##") and piece != unk
+    if pick == "unknown":
+        return piece == unk
+    return piece == pick
+
+
+def _read_count_question(reader: Reader, where: tuple, qid: str, text: str, counted) -> KindQuestion | None:
+    choices: list[int] = []
+    items = reader.sequence(where + ("choices",)) or []
+    for i, _ in enumerate(items):
+        n = reader.integer(where + ("choices", i), minimum=0)
+        if n is not None and n in choices:
+            reader.error(where + ("choices", i), f"{n} is listed twice")
+        elif n is not None:
+            choices.append(n)
+    if not 2 <= len(items) <= 6:
+        reader.error(where + ("choices",), f"a pieces question offers 2 to 6 counts, not {len(items)}")
+        return None
+    if len(choices) != len(items):
+        return None
+    right = len(counted.pieces)
+    truth = describe(counted, f'"{text}"')
+    if right not in choices:
+        reader.error(where + ("choices",), f"no choice is right: {truth}")
+        return None
+    if reader.value(where + ("answer",)) is not None:
+        answer = reader.integer(where + ("answer",), minimum=0)
+        if answer is None:
+            return None
+        if answer != right:
+            reader.error(where + ("answer",), f"answer key {answer} is wrong: {truth}")
+            return None
+    options = tuple(Option(f"{qid}-n{n}", str(n), str(n), n == right,
+                           html.escape(f"{truth}." if n == right else f"Not {n}: {truth}."))
+                    for n in choices)
+    return KindQuestion(options, {"form": "count", "text": text})
+
+
+def _read_pick_question(reader: Reader, where: tuple, qid: str, text: str, counted, unk: str) -> KindQuestion | None:
+    pick = reader.string(where + ("pick",), multiline=False)
+    if pick is None:
+        return None
+    if pick not in PICKS and (" " in pick or not pick):
+        reader.error(where + ("pick",), f"'pick' is one of {', '.join(PICKS)} or one piece, not {pick!r}")
+        return None
+    results = [_picked(pick, p, unk) for p in counted.pieces]
+    truth = describe(counted, f'"{text}"')
+    if not any(results) or all(results):
+        reader.error(where + ("pick",), f"{'no' if not any(results) else 'every'} piece is picked by {pick!r}, so the "
+                     f"question has {'no right' if not any(results) else 'no wrong'} answer: {truth}")
+        return None
+    if len(counted.pieces) > 24:
+        reader.error(where + ("text",), f"a pick question shows at most 24 pieces: {truth}")
+        return None
+    if reader.value(where + ("answer",)) is not None:
+        answer = reader.string(where + ("answer",), multiline=False)
+        if answer is None:
+            return None
+        right = [p for p, ok in zip(counted.pieces, results) if ok]
+        if answer not in right:
+            reader.error(where + ("answer",), f"answer key {answer!r} is wrong: {pick!r} picks "
+                         f"{', '.join(right)} of {truth}")
+            return None
+    what = {"continuation": "continues a word (##)", "word-start": "starts a word", "unknown": "is [UNK]"}
+    options = []
+    for j, (piece, ident, ok) in enumerate(zip(counted.pieces, counted.ids, results)):
+        kind = "continues a word" if piece.startswith("##") else "is [UNK]" if piece == unk else "starts a word"
+        options.append(Option(f"{qid}-p{j}", html.escape(piece), piece, ok,
+                              html.escape(f"id {ident}; it {kind}" + ("." if ok else f", and {pick!r} asks for "
+                                          f"the piece that {what.get(pick, 'is ' + pick)}."))))
+    return KindQuestion(tuple(options), {"form": "pick", "text": text, "pick": pick},
+                        "any" if sum(results) > 1 else "all")
+
+
+class TokensKind(LabKind):
+    keys = ("tokens",)
+    required = ("tokens",)
+    question_types = ("pieces",)
+    question_keys = {"pieces": (("text",), ("choices", "pick", "answer"))}
+    widget_title = "Try it"
+    description = "tokenization: type text and see a real WordPiece vocabulary's pieces, step by step and compared"
+
+    def read(self, reader: Reader, lab_dir: Path) -> TokensSpec | None:
+        return read_tokens(reader, ("tokens",), lab_dir)
+
+    def read_question(self, reader: Reader, where: tuple, qtype: str, qid: str, spec: TokensSpec) -> KindQuestion | None:
+        text = reader.string(where + ("text",), multiline=False)
+        if text is None:
+            return None
+        has_choices, has_pick = (reader.value(where + (k,)) is not None for k in ("choices", "pick"))
+        if has_choices == has_pick:
+            reader.error(where, "a pieces question has 'choices' (how many pieces?) or 'pick' (click the piece "
+                                "that …), " + ("not both" if has_choices else "one of them"))
+            return None
+        tokenizer = spec.tokenizer()
+        counted = count(text, tokenizer)
+        if has_choices:
+            return _read_count_question(reader, where, qid, text, counted)
+        return _read_pick_question(reader, where, qid, text, counted, tokenizer.unk_token)
+
+    def compute(self, lab: Lab, options: Mapping[str, Any]) -> Computed:
+        return Computed(payload=compute_payload(lab.spec))
+
+    def compute_inputs(self, lab: Lab, options: Mapping[str, Any]) -> tuple[bytes, Sequence[Path]]:
+        data, _ = super().compute_inputs(lab, options)
+        folder = Path(lab.spec.bundle)
+        return data + pickle.dumps(self.version), (folder / BUNDLE_FILE, folder / VOCAB_FILE)
+
+    def page(self, lab: Lab, payload: Any) -> PageData:
+        keep = ("runtime", "special", "text", "word", "first")
+        return PageData({k: payload[k] for k in keep})
+
+    def site_files(self, labs: Sequence[Lab], options: Mapping[str, Any], store: Path | None) -> Mapping[str, bytes]:
+        files: dict[str, bytes] = {}
+        for folder in sorted({lab.spec.bundle for lab in labs if lab.spec is not None}):
+            files.update(site.site_files(site.bundle_at(Path(folder))))
+        return files
+
+    def scaffold(self, slug: str, title: str) -> Mapping[str, str]:
+        return {"lab.yaml": LAB_YAML, "questions": QUESTIONS}
+
+
+LAB_YAML = """\
+legend:
+  - term: Piece
+    meaning: one entry of the model's fixed vocabulary
+  - term: "##"
+    meaning: marks a piece that continues a word
+
+tokens:
+  # The model bundle whose vocabulary the page uses, relative to this folder.
+  vocabulary: ../../models/all-minilm-l6-v2
+  text: Tokenizers split unhappiness into pieces.
+  examples:
+    - id: en-prose
+      text: The cat sat on the mat.
+      note: Common English words are one piece each.
+    - id: rare-word
+      text: unhappiness
+    - id: emoji
+      text: 😀
+      note: Not in the vocabulary.
+  claims:
+    - '"rare-word" has 4 pieces'
+    - '"😀" is [UNK]'
+"""
+
+QUESTIONS = """\
+  - type: pieces
+    prompt: How many pieces is **unhappiness**?
+    text: unhappiness
+    choices: [1, 4, 11]
+    answer: 4
+  - type: pieces
+    prompt: Click a piece that continues a word.
+    text: unhappiness
+    pick: continuation
+    answer: "##ness"
+"""

@@ -1,0 +1,177 @@
+"""Reading the tokens kind's part of lab.yaml (the syntax is in the package's docstring): the
+vocabulary's bundle, the examples, the claims, each checked against the real tokenizer as it is
+read, every mistake at its line and column with what the tokenizer computed."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator.errors import SiteError, did_you_mean
+from generator.kinds.tokens.pieces import Counted, count, default_word, ratio_text
+from generator.runtime.site import bundle_at
+from generator.source import Reader
+
+MIN_EXAMPLES, MAX_EXAMPLES = 2, 8
+MAX_TEXT = 2000  # code points of one example or of the starting text: the page embeds them
+_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_QUOTED = r'"(?P<{0}>[^"]+)"'
+_HAS = re.compile(_QUOTED.format("a") + r"\s+has\s+(?P<n>\d+)\s+pieces?$")
+_UNK = re.compile(_QUOTED.format("a") + r"\s+is\s+\[UNK\]$")
+_IS = re.compile(_QUOTED.format("a") + r"\s+is\s+(?P<pieces>\S+(?:\s+\S+)*)$")
+_PER_WORD = re.compile(_QUOTED.format("a") + r"\s+needs\s+(?P<cmp>more|fewer)\s+pieces\s+per\s+word\s+than\s+"
+                       + _QUOTED.format("b") + "$")
+CLAIM_HELP = ("write '\"unhappiness\" has 3 pieces', '\"unhappiness\" is un ##ha ##pp ##iness', '\"😀\" is [UNK]' "
+              "or '\"fr-greeting\" needs more pieces per word than \"en-greeting\"' (a quoted example id stands "
+              "for its text)")
+
+
+@dataclass(frozen=True)
+class Example:
+    id: str
+    text: str
+    note: str
+
+
+@dataclass(frozen=True)
+class TokensSpec:
+    bundle: str  # the model bundle's folder, absolute
+    written_bundle: str  # as lab.yaml writes it
+    prompt: str
+    text: str  # what "Your text" starts with
+    word: str  # what step by step starts on
+    examples: tuple[Example, ...]
+
+    def example(self, example_id: str) -> Example | None:
+        return next((e for e in self.examples if e.id == example_id), None)
+
+    def tokenizer(self):
+        return bundle_at(Path(self.bundle)).tokenizer
+
+
+def describe(c: Counted, name: str) -> str:
+    """One text's pieces in words, e.g. '"unhappiness" is 3 pieces: un ##hap ##piness'."""
+    shown = " ".join(c.pieces) if len(c.pieces) <= 24 else " ".join(c.pieces[:24]) + " …"
+    return f"{name} is {len(c.pieces)} piece{'s' * (len(c.pieces) != 1)}: {shown}"
+
+
+def _ref(spec_examples: dict[str, str], ref: str) -> tuple[str, str]:
+    """The text a quoted reference stands for (an example id, else the text itself) and its name."""
+    if ref in spec_examples:
+        return spec_examples[ref], f"example {ref!r}"
+    return ref, f'"{ref}"'
+
+
+def check_claim(text: str, examples: dict[str, str], tokenizer) -> tuple[bool | None, str]:
+    """(True, "") for a true claim; (False, the computed truth) for a false one; (None, why) for one
+    that cannot be read."""
+    text = " ".join(text.split())
+    if m := _PER_WORD.fullmatch(text):
+        (ta, na), (tb, nb) = _ref(examples, m.group("a")), _ref(examples, m.group("b"))
+        ca, cb = count(ta, tokenizer), count(tb, tokenizer)
+        if not ca.spaced_words or not cb.spaced_words:
+            return None, "a text with no words has no pieces per word"
+        ok = ca.per_word > cb.per_word if m.group("cmp") == "more" else ca.per_word < cb.per_word
+        return ok, (f"{na} has {len(ca.pieces)} pieces for {ca.spaced_words} words ({ratio_text(ca.per_word)} per "
+                    f"word), {nb} {len(cb.pieces)} for {cb.spaced_words} ({ratio_text(cb.per_word)} per word)")
+    if m := _HAS.fullmatch(text):
+        t, name = _ref(examples, m.group("a"))
+        c = count(t, tokenizer)
+        return len(c.pieces) == int(m.group("n")), describe(c, name)
+    if m := _UNK.fullmatch(text):
+        t, name = _ref(examples, m.group("a"))
+        c = count(t, tokenizer)
+        return c.is_unknown(), describe(c, name)
+    if m := _IS.fullmatch(text):
+        t, name = _ref(examples, m.group("a"))
+        c = count(t, tokenizer)
+        return c.pieces == tuple(m.group("pieces").split()), describe(c, name)
+    return None, f"cannot read the claim {text!r}: {CLAIM_HELP}"
+
+
+def _text(reader: Reader, where: tuple, what: str) -> str | None:
+    text = reader.string(where)
+    if text is not None and not text.strip():
+        reader.error(where, f"{what} is empty")
+        return None
+    if text is not None and len(text) > MAX_TEXT:
+        reader.error(where, f"{what} is {len(text)} characters; at most {MAX_TEXT} fit the page")
+        return None
+    return text.strip() if text is not None else None
+
+
+def _bundle(reader: Reader, where: tuple, lab_dir: Path):
+    written = reader.string(where, multiline=False)
+    if written is None:
+        return None, None
+    folder = (lab_dir / written).resolve()
+    if not folder.is_dir():
+        reader.error(where, f"no model bundle at {written!r}: there is no such folder (the path is relative to "
+                            f"the lab's folder, e.g. ../../models/all-minilm-l6-v2)")
+        return None, None
+    try:
+        return written, bundle_at(folder)
+    except SiteError as exc:
+        reader.error(where, f"{written!r} is not a readable model bundle: {exc}")
+        return None, None
+
+
+def read_tokens(reader: Reader, where: tuple, lab_dir: Path) -> TokensSpec | None:
+    before = len(reader.diags.items)
+    if reader.mapping(where, required=("vocabulary", "examples"),
+                      optional=("prompt", "text", "word", "claims")) is None:
+        return None
+    written, bundle = _bundle(reader, where + ("vocabulary",), lab_dir)
+    prompt = reader.string(where + ("prompt",), required=False, multiline=False) or ""
+    examples: list[Example] = []
+    ids: list[str] = []
+    items = reader.sequence(where + ("examples",)) or []
+    if items and not MIN_EXAMPLES <= len(items) <= MAX_EXAMPLES:
+        reader.error(where + ("examples",), f"compare shows {MIN_EXAMPLES} to {MAX_EXAMPLES} examples, not {len(items)}")
+    for i, _ in enumerate(items):
+        at = where + ("examples", i)
+        if reader.mapping(at, required=("id", "text"), optional=("note",)) is None:
+            continue
+        example_id = reader.string(at + ("id",), multiline=False)
+        if example_id is not None and not _ID.match(example_id):
+            reader.error(at + ("id",), f"example id {example_id!r} must be lower-case letters, digits, '-' and '_'")
+            example_id = None
+        elif example_id in ids:
+            reader.error(at + ("id",), f"duplicate example id {example_id!r}")
+            example_id = None
+        ids.append(example_id)
+        text = _text(reader, at + ("text",), f"example {example_id!r}'s text")
+        note = reader.string(at + ("note",), required=False, multiline=False) or ""
+        if example_id is not None and text is not None:
+            examples.append(Example(example_id, text, note))
+    start = examples[0].text if examples else ""
+    if reader.value(where + ("text",)) is not None:
+        start = _text(reader, where + ("text",), "'text'") or ""
+    tokenizer = bundle.tokenizer if bundle is not None else None
+    word = default_word(start, tokenizer) if tokenizer is not None and start else ""
+    if reader.value(where + ("word",)) is not None:
+        word = reader.string(where + ("word",), multiline=False) or ""
+        if word and (len(word.split()) != 1 or len(word) > 100):
+            reader.error(where + ("word",), f"'word' is one word of at most 100 characters, not {word!r}")
+    if tokenizer is not None and len(reader.diags.items) == before:
+        texts = {e.id: e.text for e in examples}
+        for i, item in enumerate(reader.sequence(where + ("claims",), nonempty=False) or []
+                                 if reader.value(where + ("claims",)) is not None else []):
+            claim = reader.string(where + ("claims", i), multiline=False)
+            if claim is None:
+                continue
+            for ref in re.findall(r'"([^"]+)"', claim):
+                if ref not in texts and re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)+", ref):
+                    reader.error(where + ("claims", i), f"{ref!r} looks like an example id but no example has it"
+                                 f"{did_you_mean(ref, list(texts))}; quote an example id or the text itself")
+                    break
+            else:
+                ok, truth = check_claim(claim, texts, tokenizer)
+                if ok is None:
+                    reader.error(where + ("claims", i), truth)
+                elif not ok:
+                    reader.error(where + ("claims", i), f"claim {claim!r} is false: {truth}")
+    if len(reader.diags.items) > before or bundle is None:
+        return None
+    return TokensSpec(str(bundle.folder), written, prompt, start, word, tuple(examples))
