@@ -31,7 +31,7 @@ Quiz type ``pieces``, in two forms (``text`` required in both)::
     - type: pieces                 # click the piece that …
       text: unhappiness
       pick: continuation           # continuation (## pieces), word-start, unknown ([UNK]) or one piece
-      answer: "##ness"             # optional, checked: a piece pick selects
+      answer: "##iness"             # optional, checked: a piece pick selects
 
 What is computed where: at build, with :mod:`generator.attention.wordpiece` (:mod:`.pieces`):
 everything the page shows before the learner types (the starting text's pieces and ids, the
@@ -53,8 +53,7 @@ from generator.kinds import Computed, KindQuestion, LabKind, PageData
 from generator.kinds.tokens.pieces import count, ratio_text, steps
 from generator.kinds.tokens.reading import TokensSpec, describe, read_tokens
 from generator.model import Lab, Option
-from generator.runtime import site
-from generator.runtime.bundle import BUNDLE_FILE, VOCAB_FILE
+from generator.kinds.tokens import vocabulary
 from generator.source import Reader
 
 PICKS = ("continuation", "word-start", "unknown")
@@ -66,13 +65,9 @@ def _tokens(counted) -> list[list]:
 
 def compute_payload(spec: TokensSpec) -> dict[str, Any]:
     tokenizer = spec.tokenizer()
-    bundle = site.bundle_at(Path(spec.bundle))
-    ref = site.page_ref(bundle)
-    files = site.site_files(bundle)
-    vocab_path = next(p for p in files if p.rsplit("/", 1)[-1].startswith("model-vocab."))
-    vocab = files[vocab_path]
-    folder = ref["code"].rsplit("/", 1)[0]
-    positions = bundle.config.max_position_embeddings
+    refs = vocabulary.page_refs(Path(spec.vocabulary))
+    vocab = refs["vocab_script"]
+    positions = refs["positions"]
     start = count(spec.text, tokenizer)
     examples = []
     first = None
@@ -83,14 +78,14 @@ def compute_payload(spec: TokensSpec) -> dict[str, Any]:
         examples.append({
             "id": e.id, "text": e.text, "note": e.note, "chars": c.chars, "words": c.spaced_words,
             "pieces": _tokens(c), "per_word": ratio_text(c.per_word), "total": total,
-            "share": f"{100 * total / positions:.1f}", "fits": positions // total,
+            "share": f"{100 * total / positions:.1f}" if positions else "", "fits": positions // total if positions else 0,
             "vs_first": ratio_text(c.per_word / first.per_word) if first.per_word and c is not first else "",
             "unknown": c.pieces.count(tokenizer.unk_token),
         })
     return {
-        "runtime": {"code": ref["code"], "vocab": f"{folder}/{vocab_path.rsplit('/', 1)[-1]}",
+        "runtime": {"code": refs["code"], "vocab": refs["vocab"],
                     "vocab_bytes": len(vocab), "vocab_gzip": len(gzip.compress(vocab, 9, mtime=0)),
-                    "model": ref["model"], "size": len(tokenizer.vocab), "positions": positions,
+                    "model": refs["model"], "size": len(tokenizer.vocab), "positions": positions,
                     "max_chars": tokenizer.max_input_chars_per_word},
         "special": {"cls": [tokenizer.cls_token, tokenizer.vocab[tokenizer.cls_token]],
                     "sep": [tokenizer.sep_token, tokenizer.vocab[tokenizer.sep_token]],
@@ -211,8 +206,8 @@ class TokensKind(LabKind):
 
     def compute_inputs(self, lab: Lab, options: Mapping[str, Any]) -> tuple[bytes, Sequence[Path]]:
         data, _ = super().compute_inputs(lab, options)
-        folder = Path(lab.spec.bundle)
-        return data + pickle.dumps(self.version), (folder / BUNDLE_FILE, folder / VOCAB_FILE)
+        folder = Path(lab.spec.vocabulary)
+        return data + pickle.dumps(self.version), tuple(sorted(p for p in folder.iterdir() if p.is_file()))
 
     def page(self, lab: Lab, payload: Any) -> PageData:
         keep = ("runtime", "special", "text", "word", "first")
@@ -220,36 +215,46 @@ class TokensKind(LabKind):
 
     def site_files(self, labs: Sequence[Lab], options: Mapping[str, Any], store: Path | None) -> Mapping[str, bytes]:
         files: dict[str, bytes] = {}
-        for folder in sorted({lab.spec.bundle for lab in labs if lab.spec is not None}):
-            files.update(site.site_files(site.bundle_at(Path(folder))))
+        for folder in sorted({lab.spec.vocabulary for lab in labs if lab.spec is not None}):
+            files.update(vocabulary.site_files(Path(folder)))
         return files
 
     def scaffold(self, slug: str, title: str) -> Mapping[str, str]:
-        return {"lab.yaml": LAB_YAML, "questions": QUESTIONS}
+        return {"lab.yaml": LAB_YAML, "questions": QUESTIONS, "vocab.txt": DEMO_VOCAB}
 
+
+# The scaffold's own small vocabulary, so that a new lab builds anywhere: the special tokens, every
+# ASCII letter and digit alone and continuing a word (so any plain word can be spelt), punctuation,
+# and a few whole words and pieces.
+DEMO_VOCAB = "\n".join(
+    ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+    + list("abcdefghijklmnopqrstuvwxyz0123456789") + [f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz0123456789"]
+    + ["the", "cat", "sat", "on", "mat", "token", "##izer", "##s", "split", "into", "pieces", "un", "##happi",
+       "##ness", "happy"]) + "\n"
 
 LAB_YAML = """\
 legend:
   - term: Piece
-    meaning: one entry of the model's fixed vocabulary
+    meaning: one entry of the vocabulary
   - term: "##"
     meaning: marks a piece that continues a word
 
 tokens:
-  # The model bundle whose vocabulary the page uses, relative to this folder.
-  vocabulary: ../../models/all-minilm-l6-v2
+  # A folder with a vocab.txt, relative to this lab: here this lab's own small demo vocabulary.
+  # Name a model bundle instead for a real model's, e.g. ../../models/all-minilm-l6-v2.
+  vocabulary: .
   text: Tokenizers split unhappiness into pieces.
   examples:
     - id: en-prose
       text: The cat sat on the mat.
-      note: Common English words are one piece each.
+      note: Words of the vocabulary are one piece each.
     - id: rare-word
       text: unhappiness
     - id: emoji
       text: 😀
       note: Not in the vocabulary.
   claims:
-    - '"rare-word" has 4 pieces'
+    - '"rare-word" is un ##happi ##ness'
     - '"😀" is [UNK]'
 """
 
@@ -257,8 +262,8 @@ QUESTIONS = """\
   - type: pieces
     prompt: How many pieces is **unhappiness**?
     text: unhappiness
-    choices: [1, 4, 11]
-    answer: 4
+    choices: [1, 3, 11]
+    answer: 3
   - type: pieces
     prompt: Click a piece that continues a word.
     text: unhappiness

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from generator.errors import SiteError, did_you_mean
 from generator.kinds.tokens.pieces import Counted, count, default_word, ratio_text
-from generator.runtime.site import bundle_at
+from generator.kinds.tokens import vocabulary
 from generator.source import Reader
 
 MIN_EXAMPLES, MAX_EXAMPLES = 2, 8
@@ -36,8 +36,8 @@ class Example:
 
 @dataclass(frozen=True)
 class TokensSpec:
-    bundle: str  # the model bundle's folder, absolute
-    written_bundle: str  # as lab.yaml writes it
+    vocabulary: str  # the vocabulary's folder (a model bundle or a plain vocab.txt folder), absolute
+    written: str  # as lab.yaml writes it
     prompt: str
     text: str  # what "Your text" starts with
     word: str  # what step by step starts on
@@ -47,7 +47,7 @@ class TokensSpec:
         return next((e for e in self.examples if e.id == example_id), None)
 
     def tokenizer(self):
-        return bundle_at(Path(self.bundle)).tokenizer
+        return vocabulary.tokenizer(Path(self.vocabulary))
 
 
 def describe(c: Counted, name: str) -> str:
@@ -101,19 +101,19 @@ def _text(reader: Reader, where: tuple, what: str) -> str | None:
     return text.strip() if text is not None else None
 
 
-def _bundle(reader: Reader, where: tuple, lab_dir: Path):
+def _vocabulary(reader: Reader, where: tuple, lab_dir: Path):
     written = reader.string(where, multiline=False)
     if written is None:
         return None, None
     folder = (lab_dir / written).resolve()
-    if not folder.is_dir():
-        reader.error(where, f"no model bundle at {written!r}: there is no such folder (the path is relative to "
-                            f"the lab's folder, e.g. ../../models/all-minilm-l6-v2)")
+    if not folder.is_dir() or not (vocabulary.is_bundle(folder) or (folder / "vocab.txt").is_file()):
+        reader.error(where, f"no vocabulary at {written!r}: name a model bundle folder or a folder with a vocab.txt, "
+                            f"relative to the lab's folder (e.g. ../../models/all-minilm-l6-v2)")
         return None, None
     try:
-        return written, bundle_at(folder)
+        return folder, vocabulary.tokenizer(folder)
     except SiteError as exc:
-        reader.error(where, f"{written!r} is not a readable model bundle: {exc}")
+        reader.error(where, f"{written!r} is not a readable vocabulary: {exc}")
         return None, None
 
 
@@ -122,7 +122,7 @@ def read_tokens(reader: Reader, where: tuple, lab_dir: Path) -> TokensSpec | Non
     if reader.mapping(where, required=("vocabulary", "examples"),
                       optional=("prompt", "text", "word", "claims")) is None:
         return None
-    written, bundle = _bundle(reader, where + ("vocabulary",), lab_dir)
+    folder, tokenizer = _vocabulary(reader, where + ("vocabulary",), lab_dir)
     prompt = reader.string(where + ("prompt",), required=False, multiline=False) or ""
     examples: list[Example] = []
     ids: list[str] = []
@@ -148,7 +148,6 @@ def read_tokens(reader: Reader, where: tuple, lab_dir: Path) -> TokensSpec | Non
     start = examples[0].text if examples else ""
     if reader.value(where + ("text",)) is not None:
         start = _text(reader, where + ("text",), "'text'") or ""
-    tokenizer = bundle.tokenizer if bundle is not None else None
     word = default_word(start, tokenizer) if tokenizer is not None and start else ""
     if reader.value(where + ("word",)) is not None:
         word = reader.string(where + ("word",), multiline=False) or ""
@@ -172,6 +171,6 @@ def read_tokens(reader: Reader, where: tuple, lab_dir: Path) -> TokensSpec | Non
                     reader.error(where + ("claims", i), truth)
                 elif not ok:
                     reader.error(where + ("claims", i), f"claim {claim!r} is false: {truth}")
-    if len(reader.diags.items) > before or bundle is None:
+    if len(reader.diags.items) > before or tokenizer is None:
         return None
-    return TokensSpec(str(bundle.folder), written, prompt, start, word, tuple(examples))
+    return TokensSpec(str(folder), reader.value(where + ("vocabulary",)), prompt, start, word, tuple(examples))

@@ -1,0 +1,204 @@
+"""The tokens kind (lab 03): its build-time tokenizing against wordpiece.py, claims and answer keys
+checked at their line with the computed truth, the scaffold, and the teaching text's numbers.
+Run: ``python -m pytest tests/test_tokens.py -q``"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import run_labs as run
+
+import generator.kinds as kinds
+from generator.attention.wordpiece import clean_text, encode, wordpiece
+from generator.kinds.tokens.pieces import count, search, steps
+from generator.runtime.site import bundle_at
+
+ROOT = Path(__file__).resolve().parent.parent
+THEME = ROOT / "theme"
+LAB = ROOT / "content" / "labs" / "tokens"
+BUNDLE = ROOT / "content" / "models" / "all-minilm-l6-v2"
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return bundle_at(BUNDLE).tokenizer
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A copy of the shipped content in a fresh working directory."""
+    shutil.copytree(ROOT / "content", tmp_path / "content")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def check(capsys):
+    return run(capsys, "check", "--content", "content", "--theme", str(THEME))
+
+
+def edit(project: Path, name: str, old: str, new: str) -> int:
+    """Replace ``old`` (once) in the lab's file; the 1-based line where the new text starts."""
+    path = project / "content/labs/tokens" / name
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, old
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    return text[: text.index(old)].count("\n") + 1
+
+
+def test_the_kind_is_registered_and_describes_itself():
+    assert "tokens" in kinds.kind_names()
+    kind = kinds.get_kind("tokens")
+    assert kind.question_types == ("pieces",) and "WordPiece" in kind.description
+
+
+# -- what the build computes ------------------------------------------------------------------------
+
+def test_the_traced_search_gives_wordpieces_pieces_on_many_words(tokenizer):
+    rng = random.Random(3)
+    pieces = [p.removeprefix("##") for p in tokenizer.vocab if not p.startswith("[")]
+    words = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 5))) for _ in range(2000)]
+    words += ["unhappiness", "😀", "x" * 101, "東", "naive", "3.14159"]
+    for word in words:
+        traced = search(word, tokenizer)
+        assert traced["pieces"] == wordpiece(word, tokenizer), word
+        found = [t["piece"] for t in traced["tries"] if t["found"]]
+        assert traced["unknown"] or traced["tooLong"] or found == traced["pieces"], word
+
+
+def test_the_search_tries_longest_first_and_continues_with_hashes(tokenizer):
+    traced = search("unhappiness", tokenizer)
+    assert traced["pieces"] == ["un", "##ha", "##pp", "##iness"]
+    assert traced["tries"][0] == {"start": 0, "end": 11, "piece": "unhappiness", "found": False}
+    starts = [t for t in traced["tries"] if t["start"] == 2]
+    assert [t["end"] for t in starts] == list(range(11, 3, -1)) and starts[0]["piece"] == "##happiness"
+
+
+def test_steps_show_the_normalisation(tokenizer):
+    st = steps("Café", tokenizer)
+    assert (st["lowered"], st["stripped"], st["words"]) == ("café", "cafe", ["cafe"])
+    st = steps("didn't", tokenizer)
+    assert st["words"] == ["didn", "'", "t"] and len(st["searches"]) == 3
+
+
+def test_counts_are_characters_whitespace_words_and_pieces(tokenizer):
+    c = count("Bonjour, comment allez-vous aujourd'hui ?", tokenizer)
+    assert (c.chars, c.spaced_words, len(c.pieces)) == (41, 5, 16)
+    assert list(c.pieces) == list(encode(c.text, tokenizer).tokens[1:-1])
+
+
+def test_the_shipped_lab_builds_and_its_page_shows_what_python_computes(project, capsys, tokenizer):
+    code, _, err = run(capsys, "build", "--content", "content", "--theme", str(THEME), "--output", "site")
+    assert (code, err) == (0, []), err
+    html = (project / "site/labs/tokens/index.html").read_text(encoding="utf-8")
+    data = json.loads(re.search(r'<script type="application/json" id="lab-data">(.*?)</script>', html, re.S).group(1))
+    # the scripts it loads later are in the site, once, under the bundle's id
+    for key in ("code", "vocab"):
+        assert (project / "site/labs/tokens" / data["runtime"][key]).is_file()
+    assert data["runtime"]["vocab"] not in html.replace(json.dumps(data["runtime"]["vocab"]), "")
+    enc = encode(data["text"], tokenizer)
+    shown = re.findall(r'<li class="tk-piece[^"]*" data-id="(\d+)"><span class="tk-p">([^<]*)</span>',
+                       html.split('id="tk-tokens"')[1].split("</ol>")[0])
+    assert [(int(i), p) for i, p in shown] == list(zip(enc.ids, (t.replace("&", "&amp;") for t in enc.tokens)))
+    for e in (x for x in re.findall(r'<tr id="tk-ex-([a-z0-9_-]+)"', html)):
+        assert e in html
+    assert "KB" in html and f"{len(tokenizer.vocab):,} pieces" in html
+
+
+# -- claims and answer keys, each failing at its line --------------------------------------------------
+
+@pytest.mark.parametrize("old, new, message", [
+    ("'\"unhappiness\" has 4 pieces'", "'\"unhappiness\" has 3 pieces'",
+     "claim '\"unhappiness\" has 3 pieces' is false: \"unhappiness\" is 4 pieces: un ##ha ##pp ##iness"),
+    ("'\"😀\" is [UNK]'", "'\"pizza\" is [UNK]'", "is false: \"pizza\" is 1 piece: pizza"),
+    ("'\"fr-greeting\" needs more pieces per word than \"en-greeting\"'",
+     "'\"fr-greeting\" needs fewer pieces per word than \"en-greeting\"'",
+     "example 'fr-greeting' has 16 pieces for 5 words (3.2 per word), example 'en-greeting' 8 for 6 (1.33 per word)"),
+    ("'\"Paris\" is paris'", "'\"Paris\" is Paris'", "\"Paris\" is 1 piece: paris"),
+    ("'\"rare-word\" has 8 pieces'", "'\"rare-wurd\" has 8 pieces'", "'rare-wurd' looks like an example id"),
+    ("'\"rare-word\" has 8 pieces'", "'rare-word is long'", "cannot read the claim"),
+])
+def test_a_false_claim_fails_at_its_line_with_the_computed_truth(project, capsys, old, new, message):
+    line = edit(project, "lab.yaml", old, new)
+    code, _, err = check(capsys)
+    assert code == 1
+    assert any(e.startswith(f"content/labs/tokens/lab.yaml:{line}:") and message in e for e in err), err
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("    answer: 4\n", "    answer: 3\n", "answer key 3 is wrong: \"unhappiness\" is 4 pieces"),
+    ("    choices: [1, 3, 4, 11]\n", "    choices: [1, 3, 11]\n", "no choice is right: \"unhappiness\" is 4 pieces"),
+    ("    answer: \"##izer\"\n", "    answer: \"token\"\n", "answer key 'token' is wrong: 'continuation' picks ##izer, ##s"),
+    ("    answer: \"[UNK]\"\n", "    answer: pizza\n", "answer key 'pizza' is wrong: 'unknown' picks [UNK] of"),
+    ("    pick: unknown\n", "    pick: \"##s\"\n", "no piece is picked by '##s', so the question has no right answer"),
+])
+def test_a_wrong_answer_key_fails_at_its_line(project, capsys, old, new, message):
+    line = edit(project, "quiz.yaml", old, new)
+    code, _, err = check(capsys)
+    assert code == 1
+    assert any(re.match(rf"content/labs/tokens/quiz.yaml:{line}:\d+: error: ", e) and message in e for e in err), err
+
+
+def test_a_missing_bundle_is_an_error_at_its_line(project, capsys):
+    line = edit(project, "lab.yaml", "vocabulary: ../../models/all-minilm-l6-v2", "vocabulary: ../../models/nope")
+    code, _, err = check(capsys)
+    assert code == 1 and any(e.startswith(f"content/labs/tokens/lab.yaml:{line}:") and "no vocabulary at" in e
+                             for e in err), err
+    assert not (project / "site").exists()
+
+
+def test_new_tokens_lab_builds_out_of_the_box(project, capsys):
+    code, out, err = run(capsys, "new", "demo", "--kind", "tokens", "--content", "content")
+    assert (code, err) == (0, []), err
+    assert "kind: tokens" in (project / "content/labs/demo/lab.yaml").read_text(encoding="utf-8")
+    code, _, err = run(capsys, "build", "--content", "content", "--theme", str(THEME), "--output", "site")
+    assert (code, err) == (0, []), err
+    html = (project / "site/labs/demo/index.html").read_text(encoding="utf-8")
+    assert 'id="tk-tokens"' in html and 'data-type="pieces"' in html
+
+
+# -- the teaching text: every number it states is computed here -----------------------------------------
+
+def _teaching_text() -> str:
+    files = [LAB / n for n in ("gist.md", "under-the-hood.md", "what-youre-seeing.md", "code.md", "faq.yaml",
+                               "quiz.yaml")]
+    return "\n".join(p.read_text(encoding="utf-8") for p in files)
+
+
+def test_every_number_the_teaching_text_states_is_recomputed(tokenizer):
+    text = _teaching_text()
+    c = lambda s: count(s, tokenizer)  # noqa: E731
+    facts = {
+        "30,522": f"{len(tokenizer.vocab):,}",
+        "4 pieces": f"{len(c('unhappiness').pieces)} pieces",
+        "['un', '##ha', '##pp', '##iness']": repr(list(c("unhappiness").pieces)),
+        "`un` `##ha` `##pp` `##iness`": " ".join(f"`{p}`" for p in c("unhappiness").pieces),
+        "answer: 4": f"answer: {len(c('unhappiness').pieces)}",
+        "all-MiniLM-L6-v2": bundle_at(BUNDLE).meta["model"]["name"].split("/")[-1],
+    }
+    for stated, computed in facts.items():
+        assert stated in text and stated == computed, (stated, computed)
+    # no other number: a new one must be added to the facts above
+    left = text
+    for stated in facts:
+        left = left.replace(stated, "")
+    left = re.sub(r"choices: \[[\d, ]+\]", "", left)  # the quiz's offered counts
+    left = re.sub(r"```.*?```", "", left, flags=re.S)  # code: its numbers are Python's, not statements
+    assert re.findall(r"\d", left) == [], re.findall(r".{20}\d.{20}", left)
+
+
+def test_the_teaching_texts_statements_about_pieces_hold(tokenizer):
+    assert count("Paris", tokenizer).pieces == count("paris", tokenizer).pieces == count("PARIS", tokenizer).pieces
+    assert count("café", tokenizer).pieces == ("cafe",)
+    assert steps("で", tokenizer)["stripped"] == "て"  # "the Japanese で … becomes て"
+    assert count("😀", tokenizer).is_unknown() and count("首", tokenizer).is_unknown()
+    fr, en = count("Bonjour, comment allez-vous aujourd'hui ?", tokenizer), count("Good morning, how are you today?",
+                                                                                   tokenizer)
+    assert fr.per_word > en.per_word  # "the same greeting costs more"
+    code = count("for (let i = 0; i < n; i++) total += x[i];", tokenizer)
+    assert all(p in code.pieces for p in "()[];=+")  # "code spends a piece on every bracket and operator"
+    assert clean_text("a\u00a0b").split() == ["a", "b"]
