@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.kinds import Computed, KindQuestion, LabKind, PageData
+from generator.attention.wordpiece import encode
 from generator.kinds.tokens.pieces import count, ratio_text, steps
 from generator.kinds.tokens.reading import TokensSpec, describe, read_tokens
 from generator.model import Lab, Option
@@ -63,12 +64,20 @@ def _tokens(counted) -> list[list]:
     return [[p, i, w] for p, i, w in zip(counted.pieces, counted.ids, counted.word_ids)]
 
 
+def _listed(pieces, ids, unk: str, special: tuple[int, ...] = ()) -> list[list]:
+    """Each piece as the Tokens list draws it: the piece, its id and the item's classes (as
+    ``pieceItem`` in static/20-tokens.js gives them)."""
+    return [[p, i, "tk-piece" + (" tk-cont" if p.startswith("##") else "") + (" tk-unk" if p == unk else "")
+             + (" tk-special" if j in special else "")] for j, (p, i) in enumerate(zip(pieces, ids))]
+
+
 def compute_payload(spec: TokensSpec) -> dict[str, Any]:
     tokenizer = spec.tokenizer()
     refs = vocabulary.page_refs(Path(spec.vocabulary))
     vocab = refs["vocab_script"]
     positions = refs["positions"]
     start = count(spec.text, tokenizer)
+    whole = encode(spec.text, tokenizer)  # with [CLS] and [SEP]
     examples = []
     first = None
     for e in spec.examples:
@@ -77,7 +86,7 @@ def compute_payload(spec: TokensSpec) -> dict[str, Any]:
         total = len(c.pieces) + 2
         examples.append({
             "id": e.id, "text": e.text, "note": e.note, "chars": c.chars, "words": c.spaced_words,
-            "pieces": _tokens(c), "per_word": ratio_text(c.per_word), "total": total,
+            "pieces": _tokens(c), "listed": _listed(c.pieces, c.ids, tokenizer.unk_token), "per_word": ratio_text(c.per_word), "total": total,
             "share": f"{100 * total / positions:.1f}" if positions else "", "fits": positions // total if positions else 0,
             "vs_first": ratio_text(c.per_word / first.per_word) if first.per_word and c is not first else "",
             "unknown": c.pieces.count(tokenizer.unk_token),
@@ -91,6 +100,7 @@ def compute_payload(spec: TokensSpec) -> dict[str, Any]:
                     "sep": [tokenizer.sep_token, tokenizer.vocab[tokenizer.sep_token]],
                     "unk": tokenizer.unk_token},
         "text": spec.text, "tokens": _tokens(start),
+        "listed": _listed(whole.tokens, whole.ids, tokenizer.unk_token, (0, len(whole.tokens) - 1)),
         "counts": {"chars": start.chars, "words": start.spaced_words, "pieces": len(start.pieces)},
         "word": spec.word, "steps": steps(spec.word, tokenizer) if spec.word else None,
         "examples": examples, "first": spec.examples[0].id,
