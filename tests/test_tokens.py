@@ -159,6 +159,21 @@ def test_new_tokens_lab_builds_out_of_the_box(project, capsys):
     assert (code, err) == (0, []), err
     html = (project / "site/labs/demo/index.html").read_text(encoding="utf-8")
     assert 'id="tk-tokens"' in html and 'data-type="pieces"' in html
+    data = json.loads(re.search(r'<script type="application/json" id="lab-data">(.*?)</script>', html, re.S).group(1))
+    for key in ("code", "vocab"):  # its own small vocabulary, served beside the runtime's code
+        assert "/assets/runtime/vocab-" in data["runtime"][key]
+        assert (project / "site/labs/demo" / data["runtime"][key]).is_file()
+
+
+def test_a_damaged_bundle_is_an_error_at_the_vocabulary_key(project, capsys):
+    bundle = project / "content/models/all-minilm-l6-v2"
+    (bundle / "vocab.txt").write_text("[PAD]\n[UNK]\n", encoding="utf-8")  # no longer what bundle.json records
+    line = next(i for i, t in enumerate((project / "content/labs/tokens/lab.yaml").read_text("utf-8").splitlines(), 1)
+                if t.strip().startswith("vocabulary:"))
+    code, _, err = check(capsys)
+    assert code == 1
+    assert any(e.startswith(f"content/labs/tokens/lab.yaml:{line}:") and "is not a readable vocabulary" in e
+               and "vocab.txt" in e for e in err), err
 
 
 # -- the teaching text: every number it states is computed here -----------------------------------------

@@ -3,7 +3,8 @@
 Author-facing syntax (``lab.yaml``; docs/kinds/tokens.md has every key)::
 
     tokens:
-      vocabulary: ../../models/all-minilm-l6-v2   # required: a model bundle folder, relative to the lab
+      vocabulary: ../../models/all-minilm-l6-v2   # required: a model bundle folder, or a folder with a
+                                                  # vocab.txt, relative to the lab (see .vocabulary)
       prompt: Type anything.                      # optional, one line above the widget
       text: Tokenizers split unhappiness.         # optional: what "Your text" starts with; default: the
                                                   # first example's text
@@ -217,7 +218,9 @@ class TokensKind(LabKind):
     def compute_inputs(self, lab: Lab, options: Mapping[str, Any]) -> tuple[bytes, Sequence[Path]]:
         data, _ = super().compute_inputs(lab, options)
         folder = Path(lab.spec.vocabulary)
-        return data + pickle.dumps(self.version), tuple(sorted(p for p in folder.iterdir() if p.is_file()))
+        # bundle.json records the SHA-256 of every other file of a bundle, so it stands for the weights
+        names = ("bundle.json", "vocab.txt", "tokenizer_config.json")
+        return data + pickle.dumps(self.version), tuple(folder / n for n in names if (folder / n).is_file())
 
     def page(self, lab: Lab, payload: Any) -> PageData:
         keep = ("runtime", "special", "text", "word", "first")
