@@ -179,9 +179,16 @@ def test_a_damaged_bundle_is_an_error_at_the_vocabulary_key(project, capsys):
 # -- the teaching text: every number it states is computed here -----------------------------------------
 
 def _teaching_text() -> str:
+    """The lab's prose: its Markdown, FAQ and quiz, and the prose keys of lab.yaml."""
+    import yaml
+
     files = [LAB / n for n in ("gist.md", "under-the-hood.md", "what-youre-seeing.md", "code.md", "faq.yaml",
                                "quiz.yaml")]
-    return "\n".join(p.read_text(encoding="utf-8") for p in files)
+    lab = yaml.safe_load((LAB / "lab.yaml").read_text(encoding="utf-8"))
+    prose = [lab["tagline"], lab["summary"], lab["tokens"]["prompt"]]
+    prose += [v for item in lab["legend"] + lab["cards"] for k, v in item.items() if k != "icon"]
+    prose += [e.get("note", "") for e in lab["tokens"]["examples"]]
+    return "\n".join([p.read_text(encoding="utf-8") for p in files] + prose)
 
 
 def test_every_number_the_teaching_text_states_is_recomputed(tokenizer):
@@ -217,3 +224,26 @@ def test_the_teaching_texts_statements_about_pieces_hold(tokenizer):
     code = count("for (let i = 0; i < n; i++) total += x[i];", tokenizer)
     assert all(p in code.pieces for p in "()[];=+")  # "code spends a piece on every bracket and operator"
     assert clean_text("a\u00a0b").split() == ["a", "b"]
+
+
+def _pair_tokens() -> list[str]:
+    """transformers' BertTokenizer on a pair of sentences, with MiniLM's vocabulary."""
+    from conftest import reference
+
+    transformers = reference("transformers")
+    slow = transformers.BertTokenizer(str(BUNDLE / "vocab.txt"))
+    return slow.convert_ids_to_tokens(slow("a", "b")["input_ids"])
+
+
+def test_numbers_written_as_words_are_checked_too(tokenizer):
+    import unicodedata
+
+    text = _teaching_text()
+    spelt = re.findall(r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve) \w+", text, re.I)
+    checked = {
+        "eight pieces": len(count("antidisestablishmentarianism", tokenizer).pieces) == 8,  # the rare-word note
+        "two dots": len([c for c in unicodedata.normalize("NFD", "で") if unicodedata.category(c) == "Mn"]) == 1
+        and unicodedata.name(unicodedata.normalize("NFD", "で")[1]).endswith("VOICED SOUND MARK"),  # the dakuten
+        "two sentences": _pair_tokens() == ["[CLS]", "a", "[SEP]", "b", "[SEP]"],  # FAQ: [SEP] between two sentences
+    }
+    assert sorted(set(spelt)) == sorted(checked) and all(checked.values()), spelt
