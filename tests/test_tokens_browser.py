@@ -81,6 +81,8 @@ def test_the_vocabulary_loads_on_focus_and_typing_lists_the_pieces_with_their_id
     enc = encode(data["text"], tokenizer)
     assert _listed(page) == [(t, i, False) for t, i in zip(enc.tokens, enc.ids)]  # drawn at build
     assert not any("model-vocab" in r for r in watch.requests)
+    expect(page.locator("#tk-nojs")).to_have_count(0)
+    expect(page.locator("#tk-load-hint")).to_be_visible()
     _load(page)
     assert sum("model-vocab" in r for r in watch.requests) == 1
     text = "Café didn't pay 3.14 for 東京 😀 unhappiness!"
@@ -204,3 +206,17 @@ def test_the_pages_pieces_and_ids_equal_bert_tokenizer_on_generated_strings(page
         assert (r["tokens"], r["ids"]) == (list(enc.tokens), list(enc.ids)), r["text"]
     print(f"tokens lab: {len(typed)} strings typed into the page equal BertTokenizer ({compared} as they are, "
           f"{accounted} with literal special tokens read as text)")
+
+
+def test_without_javascript_the_build_time_pieces_and_a_true_note_are_shown(browser, watch, shipped, tokenizer):
+    ctx = _watched_context(browser, watch, java_script_enabled=False)
+    try:
+        page = ctx.new_page()
+        page.goto(shipped.url("file", LAB))
+        enc = encode(_data(shipped)["text"], tokenizer)
+        assert _listed(page) == [(t, i, False) for t, i in zip(enc.tokens, enc.ids)]
+        expect(page.locator("#tk-nojs")).to_be_visible()
+        expect(page.locator("#tk-load-hint")).to_be_hidden()
+        expect(page.locator("#tk-steps .tk-try").first).to_be_visible()
+    finally:
+        ctx.close()

@@ -129,5 +129,7 @@
   word.addEventListener("input", later(drawSteps));
   special.addEventListener("change", showSpecial);
   showSpecial();
+  $("tk-nojs").remove();
+  $("tk-load-hint").hidden = false;
   root.dataset.ready = "true";
 })();
