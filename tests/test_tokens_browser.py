@@ -183,7 +183,8 @@ TYPE_ALL = """async (texts) => {
     for (let i = 0; i < 5; i++) await Promise.resolve();
     await new Promise(r => setTimeout(r, 0));
     out.push({text: box.value, tokens: [...document.querySelectorAll("#tk-tokens > li .tk-p")].map(e => e.textContent),
-              ids: [...document.querySelectorAll("#tk-tokens > li")].map(e => +e.dataset.id)});
+              ids: [...document.querySelectorAll("#tk-tokens > li")].map(e => +e.dataset.id),
+              counts: ["chars", "words", "pieces"].map(k => +document.querySelector(`[data-count="${k}"]`).textContent)});
   }
   return out;
 }"""
@@ -204,6 +205,7 @@ def test_the_pages_pieces_and_ids_equal_bert_tokenizer_on_generated_strings(page
     for r in results:
         enc = encode(r["text"], tokenizer)
         assert (r["tokens"], r["ids"]) == (list(enc.tokens), list(enc.ids)), r["text"]
+        assert r["counts"] == [len(r["text"]), len(clean_text(r["text"]).split()), len(enc.tokens) - 2], r["text"]
     print(f"tokens lab: {len(typed)} strings typed into the page equal BertTokenizer ({compared} as they are, "
           f"{accounted} with literal special tokens read as text)")
 
