@@ -247,3 +247,17 @@ def test_numbers_written_as_words_are_checked_too(tokenizer):
         "two sentences": _pair_tokens() == ["[CLS]", "a", "[SEP]", "b", "[SEP]"],  # FAQ: [SEP] between two sentences
     }
     assert sorted(set(spelt)) == sorted(checked) and all(checked.values()), spelt
+
+
+def test_a_bundles_page_files_are_the_runtimes_own_so_other_kinds_can_give_the_same(tokenizer):
+    """The tokens kind gives exactly generator.runtime.site.site_files(bundle): the path and bytes an
+    attention lab of the same bundle gives, which the build writes once."""
+    from types import SimpleNamespace
+
+    from generator.kinds.tokens import TokensKind
+    from generator.runtime import site
+
+    labs = [SimpleNamespace(spec=SimpleNamespace(vocabulary=str(BUNDLE.resolve())))] * 2
+    files = TokensKind().site_files(labs, {}, None)
+    assert files == site.site_files(bundle_at(BUNDLE))
+    assert sum(p.rsplit("/", 1)[-1].startswith("model-vocab.") for p in files) == 1
