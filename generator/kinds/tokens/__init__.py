@@ -32,13 +32,14 @@ Quiz type ``pieces``, in two forms (``text`` required in both)::
     - type: pieces                 # click the piece that …
       text: unhappiness
       pick: continuation           # continuation (## pieces), word-start, unknown ([UNK]) or one piece
-      answer: "##iness"             # optional, checked: a piece pick selects
+      answer: "##iness"            # optional, checked: a piece pick selects
 
 What is computed where: at build, with :mod:`generator.attention.wordpiece` (:mod:`.pieces`):
 everything the page shows before the learner types (the starting text's pieces and ids, the
 step by step, compare, why it matters, the quiz). In the page, once the learner focuses or types in
-"Your text": the same tokenizer as ``static/wordpiece.js`` of :mod:`generator.runtime`, over the
-bundle's vocabulary script — both loaded then, from ``assets/runtime/<bundle id>/``.
+"Your text" or "Word": the same tokenizer as ``static/wordpiece.js`` of :mod:`generator.runtime`,
+over the vocabulary's script — both loaded then, from ``assets/runtime/<bundle id>/`` (or
+``assets/runtime/vocab-<id>/`` for a plain vocabulary folder; :mod:`.vocabulary`).
 """
 
 from __future__ import annotations
