@@ -130,8 +130,8 @@ class EmbeddingsKind(LabKind):
             reader.error(where + ("answer",), f"answer key {answer!r} is wrong: the nearest to {of!r} is "
                                               f"{ranked[0]!r} (cosines: {found})")
             return None
-        options = tuple(Option(f"{qid}-{c}", html.escape(c), c, c == ranked[0],
-                               html.escape(f"cosine with {of}: {cos[c]:.3f}.")) for c in choices)
+        options = tuple(Option(f"{qid}-{c}", html.escape(spec.entry(c).text), c, c == ranked[0],
+                               html.escape(f"cosine {cos[c]:.3f} with “{spec.entry(of).text}”.")) for c in choices)
         return KindQuestion(options, NearestQuestion(of, tuple(choices)), "all")
 
     def compute_inputs(self, lab: Lab, options: Mapping[str, Any]) -> tuple[bytes, Sequence[Path]]:
@@ -149,7 +149,9 @@ class EmbeddingsKind(LabKind):
         store.add_commands(subparsers)
 
     def scaffold(self, slug: str, title: str) -> Mapping[str, str]:
-        return {"lab.yaml": LAB_YAML, "questions": QUESTIONS}
+        # The example's vectors, computed by `labs embed` like any lab's, so the new lab builds at once.
+        stored = (Path(__file__).parent / "scaffold.json").read_text(encoding="utf-8")
+        return {"lab.yaml": LAB_YAML, "questions": QUESTIONS, store.DEFAULT_NAME: stored}
 
 
 LAB_YAML = """\

@@ -30,6 +30,7 @@ import numpy as np
 from generator.errors import BuildError, Diagnostic, display_path
 
 FORMAT = 1
+DEFAULT_NAME = "embeddings.json"
 POOLING = "mean of the last layer over the attention mask, then L2-normalised (sentence-transformers)"
 COMMAND = "labs embed --model DIR"
 
