@@ -8,6 +8,7 @@ import json
 import re
 from urllib.parse import urlsplit
 
+import numpy as np
 import pytest
 from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
     ARTIFACTS, WHERE, _watched_context, axe, context, everything_in, page, settle, shipped, sites, watch,
@@ -84,7 +85,7 @@ def test_matrix_neighbours_map_search_and_quiz(browser, watch, shipped, where, s
         expect(page.locator("#em-cell")).to_have_text(f"“{items[a]['text']}” × “{items[b]['text']}”: cosine {f3(data['S'][a][b])}")
         # Search: a query of the author's, ranked as the build ranked it.
         q = next(m for m, x in enumerate(data["queries"]) if x["id"] == "q-login")
-        page.get_by_label("Search", exact=True).select_option(str(q))
+        page.get_by_label("A query of ours").select_option(str(q))
         results = page.get_by_role("list", name="Nearest").locator("li").all_inner_texts()
         assert results == [f"{f3(c)} {items[j]['text']}" for j, c in data["queries"][q]["ranked"][:5]]
         expect(page.locator("#em-rag")).to_contain_text("no answer is generated")
@@ -121,3 +122,44 @@ def test_first_visit_of_the_embeddings_lab_is_at_most_35_kb_gzip(shipped):
     files = [page.read_bytes()] + [(page.parent / r).read_bytes() for r in refs if not urlsplit(r).scheme]
     packed = sum(len(gzip.compress(b, 9)) for b in files)
     assert packed <= 35_000, packed
+
+
+@pytest.fixture(scope="module")
+def quantized():
+    """NumPy's run of the committed quantized bundle: what the page must compute."""
+    from generator.runtime.bundle import read_bundle, reference_model
+
+    from test_embeddings import BUNDLE
+    return reference_model(read_bundle(BUNDLE))
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_live_search_embeds_as_numpy_runs_the_quantized_model(page, shipped, quantized, where):
+    from test_embeddings import embed_batch
+
+    data = _data(shipped)
+    _open(page, shipped, where)
+    load = page.locator("#em-load")
+    expect(load).to_contain_text(f"{data['live']['download_bytes'] / 1e6:.1f} MB")  # the size, stated first
+    assert page.evaluate("typeof (window.Labs.runtime || {}).load") == "undefined"  # nothing loaded before
+    load.click()
+    expect(page.locator("#em-form")).to_be_visible(timeout=240_000)
+    texts = ["where can I leave my bike", "Is it going to snow?", "a recipe with tomatoes and salt"]
+    expected = embed_batch(quantized, texts)
+    for text, ref in zip(texts, expected):
+        got = np.array(page.evaluate("t => Labs.test.embeddings.embed(t)", text))
+        assert 1 - float(got @ ref) <= 1e-4, text
+    page.get_by_label("Search", exact=True).fill(texts[0])
+    page.get_by_label("Search", exact=True).press("Enter")
+    expect(page.locator("#em-status")).to_contain_text("Ranked by cosine")
+    vectors = np.array([[float(x) for x in v] for v in _item_vectors(shipped)])
+    cos = vectors @ expected[0]
+    top = sorted(range(len(cos)), key=lambda j: (-cos[j], j))[:5]
+    shown = page.get_by_role("list", name="Nearest").locator("li").all_inner_texts()
+    assert [s.split(" ", 1)[1] for s in shown] == [data["items"][j]["text"] for j in top]
+
+
+def _item_vectors(shipped) -> list:
+    folder = shipped.folder / LAB
+    script = next(folder.glob("item-vectors.*.js")).read_text(encoding="utf-8")
+    return json.loads(script.split("embeddingVectors=", 1)[1].rstrip().rstrip(";"))

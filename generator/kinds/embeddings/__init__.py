@@ -52,9 +52,10 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import ContentError, Diagnostic, did_you_mean
-from generator.kinds import Computed, KindQuestion, LabKind
+from generator.kinds import Computed, KindQuestion, LabKind, PageData
 from generator.kinds.embeddings import compute, store
 from generator.kinds.embeddings.reading import EmbeddingsSpec, read_embeddings
+from generator.kinds.helpers import lazy_script
 from generator.model import Lab, Option
 from generator.source import Reader
 
@@ -144,6 +145,28 @@ class EmbeddingsKind(LabKind):
         if nums is None:
             raise ContentError(problems)
         return Computed(payload=compute.payload(spec, nums), problems=compute.check_claims(spec, nums))
+
+    def page(self, lab: Lab, payload: Any) -> PageData:
+        """The item vectors go into a script of their own, loaded with the model: live search is
+        the only thing that needs them, and they would be most of the first visit."""
+        payload = dict(payload)
+        vectors = payload.pop("vectors")
+        spec: EmbeddingsSpec = lab.spec
+        if spec.runtime is None:
+            return PageData(payload)
+        from generator.runtime.site import bundle_at, page_ref
+
+        name, data = lazy_script("item-vectors.js", "embeddingVectors", vectors)
+        payload["live"] = {"vectors": name, **page_ref(bundle_at(spec.runtime))}
+        return PageData(payload, {name: data})
+
+    def site_files(self, labs: Sequence[Lab], options: Mapping[str, Any], store: Path | None) -> Mapping[str, bytes]:
+        from generator.runtime.site import bundle_at, site_files
+
+        files: dict[str, bytes] = {}
+        for folder in sorted({lab.spec.runtime for lab in labs if lab.spec.runtime is not None}):
+            files.update(site_files(bundle_at(folder)))
+        return files
 
     def add_commands(self, subparsers: Any) -> None:
         store.add_commands(subparsers)

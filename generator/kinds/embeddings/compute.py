@@ -161,6 +161,8 @@ def payload(spec: EmbeddingsSpec, nums: Numbers) -> dict:
         "crossMean": None if nums.cross_mean(nums.E) is None else r4(nums.cross_mean(nums.E)),
         "crossMeanCls": None if nums.cross_mean(nums.C) is None else r4(nums.cross_mean(nums.C)),
         "dim": int(nums.E.shape[1]),
+        # for live search only: page() moves them into a script loaded with the model
+        "vectors": [[round(float(x), 6) for x in v] for v in nums.E],
     }
     if spec.rag_query is not None:
         m = nums.query_ids.index(spec.rag_query)

@@ -48,6 +48,7 @@ class EmbeddingsSpec:
     rag_query: str | None
     rag_k: int
     claims: tuple[Claim, ...]
+    runtime: Path | None  # a committed model bundle folder: live search in the page
     at: Diagnostic  # the `embeddings:` key
 
     def entry(self, ident: str) -> Entry | None:
@@ -131,7 +132,8 @@ def _entries(reader: Reader, where: tuple, limit: int, seen: dict[str, bool], is
 
 def read_embeddings(reader: Reader, where: tuple, lab_dir: Path) -> EmbeddingsSpec | None:
     if reader.mapping(where, required=("items",),
-                      optional=("prompt", "queries", "store", "neighbours", "rag", "claims")) is None:
+                      optional=("prompt", "queries", "store", "neighbours", "rag", "claims",
+                                                                    "runtime")) is None:
         return None
     errors = len(reader.diags.items)
     prompt = reader.string(where + ("prompt",), required=False, multiline=False)
@@ -152,6 +154,11 @@ def read_embeddings(reader: Reader, where: tuple, lab_dir: Path) -> EmbeddingsSp
             reader.error(where + ("rag", "query"), f"unknown query {rag_query!r}"
                          f"{did_you_mean(rag_query, [q.id for q in queries])}; queries are listed under 'queries'")
         rag_k = reader.integer(where + ("rag", "k"), minimum=1, maximum=10) or 3
+    runtime = reader.string(where + ("runtime",), required=False, multiline=False)
+    bundle = (lab_dir / runtime).resolve() if runtime else None
+    if bundle is not None and not (bundle / "bundle.json").is_file():
+        reader.error(where + ("runtime",), f"{runtime!r} is not a model bundle folder (no bundle.json in it); "
+                                           f"the committed one is content/models/all-minilm-l6-v2")
     claims = []
     for i, _ in enumerate(reader.sequence(where + ("claims",)) or []):
         text = reader.string(where + ("claims", i), multiline=False)
@@ -162,4 +169,4 @@ def read_embeddings(reader: Reader, where: tuple, lab_dir: Path) -> EmbeddingsSp
     if len(reader.diags.items) > errors:
         return None
     return EmbeddingsSpec(prompt, tuple(items), tuple(queries), lab_dir / store, store, neighbours or 5, rag_query,
-                          rag_k, tuple(claims), reader.doc.diagnostic(where, "", key=True))
+                          rag_k, tuple(claims), bundle, reader.doc.diagnostic(where, "", key=True))

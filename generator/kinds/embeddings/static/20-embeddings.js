@@ -127,6 +127,67 @@
   function search(m) { results.replaceChildren(...ranked(data.queries[m].ranked.slice(0, 5))); }
   if (data.queries?.length) { qpick.addEventListener("change", () => search(+qpick.value)); search(0); }
   else qpick.closest(".em-search").hidden = true;
+  // -- live search: the in-page model, only when the learner asks -----------------------------
+  const live = data.live, test = ((window.Labs.test ||= {}).embeddings = {});
+  if (live && $("em-load")) {
+    const load = $("em-load"), cancel = $("em-cancel"), bar = $("em-progress"), status = $("em-status");
+    const form = $("em-form"), input = $("em-query");
+    let model = null, abort = null, vectors = null;
+    const mb = (live.download_bytes / 1e6).toFixed(1);
+    $("em-live-hint").textContent = `Or search with your own words: that runs the ${live.model} model in this page, a ${mb} MB download the first time.`;
+    $("em-license").href = live.license;
+    $("em-license").textContent = `${live.model} licence`;
+    load.textContent = `Load the model (${mb} MB)`;
+    async function embed(text) {  // mean over every piece ([CLS] and [SEP] too), then unit length
+      const out = await model.run(model.tokenizer.encode(text).ids), d = out.d, v = new Float64Array(d);
+      for (let i = 0; i < out.n; i++) for (let k = 0; k < d; k++) v[k] += out.hidden[i * d + k];
+      let norm = 0;
+      for (let k = 0; k < d; k++) norm += v[k] * v[k];
+      norm = Math.sqrt(norm);
+      return Array.from(v, x => x / norm);
+    }
+    test.embed = text => embed(text);
+    load.addEventListener("click", async () => {
+      abort = new AbortController();
+      load.hidden = true; cancel.hidden = false; bar.hidden = false; bar.value = 0;
+      status.textContent = "Loading the model…";
+      try {
+        await u.load(live.code);
+        await u.load(live.vectors);
+        vectors = window.Labs.data.embeddingVectors;
+        model = await window.Labs.runtime.load({
+          manifestSrc: live.manifest, signal: abort.signal, worker: false,
+          onProgress: (got, total) => { bar.max = total || 1; bar.value = got; },
+        });
+        status.textContent = "The model is ready: type a search and press Enter.";
+        form.hidden = false;
+        input.focus();
+      } catch (err) {
+        status.textContent = abort.signal.aborted ? "Cancelled. Nothing more is downloaded."
+          : `The model could not be loaded: ${err?.message || "the files are missing"}. The queries above still work.`;
+        load.hidden = false;
+      } finally {
+        cancel.hidden = true; bar.hidden = true;
+      }
+    });
+    cancel.addEventListener("click", () => abort?.abort());
+    form.addEventListener("submit", async ev => {
+      ev.preventDefault();
+      const text = input.value.trim();
+      if (!text || !model) return;
+      status.textContent = "Embedding…";
+      try {
+        const q = await embed(text);
+        const cos = vectors.map(v => v.reduce((s, x, k) => s + x * q[k], 0));
+        const order = cos.map((c, j) => j).sort((a, b) => cos[b] - cos[a] || a - b);
+        results.replaceChildren(...ranked(order.slice(0, 5).map(j => [j, cos[j]])));
+        status.textContent = `Ranked by cosine to “${text}”, embedded in this page.`;
+      } catch (err) {
+        status.textContent = `The search failed: ${err?.message || err}`;
+      }
+    });
+  }
+
   const rag = $("em-rag");
   if (data.rag) {
     const q = data.queries[data.rag.query];
