@@ -15,6 +15,8 @@ Author-facing syntax (``lab.yaml``)::
         - id: q-pet
           text: a furry animal
       rag: {query: q-pet, k: 3}    # optional: the retrieval example, k from 1 to 10 (default 3)
+      runtime: ../../models/all-minilm-l6-v2  # optional: a model bundle folder; the page offers
+                                   # live search with it, loaded only when the learner asks
       claims:                      # optional: what the page's text relies on, checked at build
         - '"cat" is closer to "kitten" than to "car"'
 
