@@ -163,3 +163,36 @@ def _item_vectors(shipped) -> list:
     folder = shipped.folder / LAB
     script = next(folder.glob("item-vectors.*.js")).read_text(encoding="utf-8")
     return json.loads(script.split("embeddingVectors=", 1)[1].rstrip().rstrip(";"))
+
+
+def test_live_search_cancels_and_fails_plainly_while_the_queries_keep_working(browser, shipped):
+    ctx = browser.new_context(viewport={"width": 375, "height": 812})
+    try:
+        page = ctx.new_page()
+        held = []
+        # A layer file that never arrives: the download can only end by Cancel.
+        page.route(re.compile(r".*/model-layers-03\.[0-9a-f]+\.js$"), lambda route: held.append(route))
+        _open(page, shipped)
+        page.locator("#em-load").click()
+        expect(page.locator("#em-cancel")).to_be_visible()
+        expect(page.locator("#em-progress")).to_be_visible()
+        page.wait_for_function("() => document.getElementById('em-progress').value > 0")
+        page.locator("#em-cancel").click()
+        expect(page.locator("#em-status")).to_have_text("Cancelled. Nothing more is downloaded.")
+        expect(page.locator("#em-load")).to_be_visible()
+        expect(page.locator("#em-form")).to_be_hidden()
+        # A missing file: one plain sentence, and the author's queries still rank.
+        page.unroute(re.compile(r".*/model-layers-03\.[0-9a-f]+\.js$"))
+        page.route(re.compile(r".*/model-layers-05\.[0-9a-f]+\.js$"), lambda route: route.fulfill(status=404, body=""))
+        page.locator("#em-load").click()
+        expect(page.locator("#em-status")).to_contain_text("The model could not be loaded: The model file model-layers-05")
+        expect(page.locator("#em-form")).to_be_hidden()
+        page.get_by_label("A query of ours").select_option("1")
+        expect(page.get_by_role("list", name="Nearest").locator("li")).to_have_count(5)
+    finally:
+        for route in held:
+            try:
+                route.abort()
+            except Exception:  # the page is gone
+                pass
+        ctx.close()
