@@ -136,6 +136,7 @@ def test_shipped_lab_builds_without_a_checkpoint(site_with_lab, capsys, monkeypa
     page = (site_with_lab.parents[2] / "site" / "labs" / "embeddings" / "index.html").read_text(encoding="utf-8")
     data = json.loads(re.search(r'<script type="application/json" id="lab-data">(.*?)</script>', page, re.S).group(1))
     assert len(data["items"]) == len(data["S"]) == 23
+    assert data["dim"] == 384  # the number the text and cards name
     assert 0 < sum(data["explained"]) < 1 and data["disagree"]["count"] > 0
 
 
