@@ -236,3 +236,12 @@ def test_labs_embed_writes_what_the_build_reads(site_with_lab, capsys):
                    f"the rest already stored"]
     again = json.loads(store.read_text(encoding="utf-8"))
     assert again["vectors"] == data["vectors"]
+
+
+def test_labs_embed_without_a_checkpoint_is_a_clear_error(site_with_lab, capsys):
+    before = (site_with_lab / "embeddings.json").read_bytes()
+    code, _, err = run_labs(capsys, "embed", "--model", "no-such-folder")
+    assert code == 1 and err == ["error: no-such-folder/model.safetensors does not exist: --model names a local "
+                                 "checkpoint folder (config.json, model.safetensors, vocab.txt)"]
+    assert run_labs(capsys, "embed")[0] == 2  # --model is required: a usage error
+    assert (site_with_lab / "embeddings.json").read_bytes() == before
