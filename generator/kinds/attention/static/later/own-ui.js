@@ -39,6 +39,7 @@
       el.ownLoad.hidden = false;
     }
     for (const r of [el.ownReal, el.ownDesigned]) r.addEventListener("change", choose);
+    if (isReal()) choose(); // picked while this code was loading
     syncCausal();
   }
   const isReal = () => !!door.el.ownReal.checked && !door.el.ownReal.disabled;
