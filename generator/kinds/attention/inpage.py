@@ -28,6 +28,8 @@ from generator.errors import BuildError, ContentError, Diagnostic, display_path
 BOUND = 2.5  # points: the most an 8-bit weight of the page's model may differ from the full model's
 NO_BUNDLE = ("this lab's model section names no model bundle (model.bundle), so only the designed heads "
              "run in the page")
+OTHER_CHECKPOINT = ("its model bundle (model.bundle) was made from another checkpoint than the real heads "
+                    "this build shows, so its accuracy cannot be checked")
 NO_MODEL = "this lab names no pretrained model, so only the designed heads run in the page"
 
 
@@ -50,11 +52,13 @@ def words_of(text: str, tokenizer) -> tuple[list[str], list[bool], list[int]]:
     return piece_word_index(tokenizer.encode(text))
 
 
-def accuracy(spec, widget, sha: str, bound: float = BOUND) -> dict[str, Any]:
+def accuracy(spec, widget, sha: str, bound: float = BOUND) -> dict[str, Any] | None:
     """The largest difference between the bundle's model and the full one (the cache's entries
     under checkpoint ``sha``) over every sentence the lab's model reads (the spotlight's and the
     head finder's), in points: ``{"points": exact, "shown": rounded up to 0.1, "sentences":
-    count}``. Raises ContentError at the ``bundle:`` line if it is over ``bound``."""
+    count}``. Raises ContentError at the ``bundle:`` line if it is over ``bound``. None when the
+    bundle was made from another checkpoint than ``sha`` (a build with ``--model`` of another
+    model): its accuracy cannot be checked, so the page does not offer it."""
     from generator.attention.realheads import word_attention
     from generator.kinds.attention import cache as cachefile
     from generator.kinds.attention.realmodel import model_sentences, sentence_text
@@ -65,8 +69,7 @@ def accuracy(spec, widget, sha: str, bound: float = BOUND) -> dict[str, Any]:
     texts = [sentence_text(s) for s in [*model_sentences(widget), *spec.finder_sentences]]
     entries = [cachefile.cache_lookup(cache, sha, text) for text in texts]
     if bundle.meta["checkpoint"]["sha256"] != sha:
-        raise ContentError([Diagnostic(*spec.bundle_at, f"bundle {display_path(spec.bundle)}/ was made from another "
-                                       f"checkpoint than the one {spec.cache_shown} holds")])
+        return None
     model = reference_model(bundle)
     worst = 0.0
     for text, entry in zip(texts, entries):
@@ -91,8 +94,10 @@ def page_part(spec, computed: dict | None) -> dict[str, Any]:
     it is, or why it is not offered (``{"reason": ...}``)."""
     if spec is None:
         return {"reason": NO_MODEL}
-    if spec.bundle is None or not computed:
+    if spec.bundle is None:
         return {"reason": NO_BUNDLE}
+    if not computed:
+        return {"reason": OTHER_CHECKPOINT}
     from generator.runtime.site import page_ref
 
     return {**page_ref(bundle_of(spec)), **computed}
