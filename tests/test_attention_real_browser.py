@@ -18,7 +18,7 @@ from test_browser import (  # noqa: F401 — fixtures shared with the attention 
     words,
 )
 
-from generator.attention.realheads import word_attention
+from generator.attention.realheads import largest_remainder_array, word_attention
 from generator.runtime.bundle import reference_model
 from generator.runtime.site import bundle_at
 from generator.statichost import StaticHostServer
@@ -64,13 +64,15 @@ def test_the_real_model_on_a_typed_sentence_equals_numpy(page, shipped, where):
     _show(page)
     _shown(page)
     got = page.evaluate("(() => { const W = Labs.code.ownReal.last; return {words: W.words, special: W.special, "
-                        "attention: Array.from(W.attention)}; })()")
+                        "attention: Array.from(W.attention), perMille: W.perMille}; })()")
     want = _numpy(SENTENCE)
     assert got["words"] == list(want.words)  # the pieces merged into words as the build merges them
     assert got["special"] == list(want.special)
     n = len(want.words)
     mine = np.asarray(got["attention"]).reshape(want.attention.shape[0], want.attention.shape[1], n, n)
     assert np.abs(mine - want.attention).max() <= 1e-4
+    # Each row rounded to per mille as the build rounds real-heads.json (Hamilton's method).
+    assert got["perMille"] == largest_remainder_array(mine, 1000).tolist()
     # Every view of a real sentence: the 72 heads, named as the lab's own sentences' heads.
     expect(head_select(page).locator("option")).to_have_count(72)
     expect(head_select(page).locator('option[value="L3H1"]')).to_have_text("layer 3, head 1")

@@ -120,7 +120,7 @@
         }
         attention.push(layer);
       }
-      Labs.code.ownReal.last = W; // for the tests: the merged weights before rounding
+      Labs.code.ownReal.last = { ...W, perMille: attention }; // for the tests: the merged weights, before and after rounding
       const plainText = W.words.slice(1, -1).join(" ");
       say("");
       return {
