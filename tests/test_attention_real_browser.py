@@ -77,6 +77,7 @@ def test_the_real_model_on_a_typed_sentence_equals_numpy(page, shipped, where):
     expect(head_select(page).locator("option")).to_have_count(72)
     expect(head_select(page).locator('option[value="L3H1"]')).to_have_text("layer 3, head 1")
     assert words(page).all_inner_texts() == list(want.words)
+    expect(page.locator("#sl-caption")).to_have_text(re.compile("^Where “The” looks — layer \\d, head \\d+$"))  # its first word
     expect(page.locator("#sl-grid button.sl-cell")).to_have_count(72)
     assert re.search(r"&m=real$", page.url) and "t=The+unbelievably" in page.url
 

@@ -104,13 +104,12 @@ class AttentionKind(LabKind):
         if spec.model is not None:
             try:
                 payload["real"], notes = compute_real(spec.model, spec.widget, options.get("model"))
-                why = inpage.NO_BUNDLE
-                if spec.model.bundle is not None:  # how close the page's 8-bit model is (inpage.py)
+                if spec.model.bundle is not None:  # how close the page's 8-bit model is (inpage.py); None: the
+                    # bundle is of another checkpoint than this build's heads (--model): the page says so
                     payload["real"]["inpage"] = inpage.accuracy(spec.model, spec.widget, payload["real"]["sha256"])
-                    why = inpage.OTHER_CHECKPOINT if payload["real"]["inpage"] is None else ""
-                if why:
+                else:
                     notes.append(f"{display_path(lab.source_dir / 'lab.yaml')}: the real model is not offered for a "
-                                 f"learner's own sentence: {why}")
+                                 f"learner's own sentence: {inpage.NO_BUNDLE}")
             except ContentError as exc:
                 problems.extend(exc.diagnostics)
         return Computed(payload, problems, notes)

@@ -168,7 +168,8 @@
     return real().then(R => R.sentence(text, M.maxWords)).then(S => {
       if (!S || mine !== asked) return;
       const st = door.state();
-      door.setOwnSentence(S, { q: st.s === "own" && st.q < S.real.words.length - 2 ? st.q : 0 });
+      // q counts [CLS] in a real sentence: its first word is 1
+      door.setOwnSentence(S, { q: st.s === "own" && st.q < S.real.words.length ? st.q : 1 });
     }, () => {});
   }
 
