@@ -166,3 +166,22 @@ def test_axe_is_clean_with_the_real_model_views_open(page, shipped, axe, scheme)
     settle(page)
     results = axe.run(page)
     assert results.violations_count == 0, results.generate_report()
+
+
+def test_the_choice_and_its_download_note_fit_a_phone(browser, watch, shipped):
+    ctx = _watched_context(browser, watch, 375, 812)
+    try:
+        page = ctx.new_page()
+        open_lab(page, shipped, "http")
+        page.get_by_label("Your sentence", exact=True).focus()
+        page.keyboard.press("Tab")  # from the box to the choice: the radios are one Tab stop, on the checked one
+        expect(page.get_by_label(re.compile("the designed heads"))).to_be_focused()
+        page.keyboard.press("ArrowDown")  # the arrow keys pick
+        expect(page.get_by_label(re.compile("the real model, MiniLM"))).to_be_checked()
+        expect(page.locator("#sl-own-load")).to_contain_text("MB to download", timeout=30_000)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 375
+        box = page.locator("#sl-own-load").bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 375
+    finally:
+        ctx.close()
+    assert not watch.problems, watch.problems
