@@ -34,7 +34,7 @@ from generator.errors import BuildError, Diagnostic, MoreErrors
 log = logging.getLogger(__name__)
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; base-uri 'self'; "
-       "frame-ancestors 'none'")
+       "frame-ancestors 'none'; worker-src 'self' blob:")  # blob: the in-page model's Worker (docs/runtime.md)
 # Sent with every response, error responses of the HTTP layer (400, 414, 431, 501) included.
 SECURITY_HEADERS = (
     ("Cache-Control", "no-store"),

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator.errors import ContentError, Diagnostic, did_you_mean
+from generator.errors import ContentError, Diagnostic, did_you_mean, display_path
 from generator.kinds import Computed, KindQuestion, LabKind, PageData
 from generator.kinds.attention.numbers import as_json
-from generator.kinds.attention.own import own_script
+from generator.kinds.attention import inpage
+from generator.kinds.attention.own import own_real_script, own_script
 from generator.kinds.attention.realmodel import ModelSpec, compute_real, read_model
 from generator.kinds.attention.widget import WidgetSpec, check_claims, compute_widget, read_widget, read_word, top_keys
 from generator.kinds.helpers import compact_json, fingerprint, json_for_script, lazy_script, minified, shared_src
@@ -103,6 +104,12 @@ class AttentionKind(LabKind):
         if spec.model is not None:
             try:
                 payload["real"], notes = compute_real(spec.model, spec.widget, options.get("model"))
+                if spec.model.bundle is not None:  # how close the page's 8-bit model is (inpage.py); None: the
+                    # bundle is of another checkpoint than this build's heads (--model): the page says so
+                    payload["real"]["inpage"] = inpage.accuracy(spec.model, spec.widget, payload["real"]["sha256"])
+                else:
+                    notes.append(f"{display_path(lab.source_dir / 'lab.yaml')}: the real model is not offered for a "
+                                 f"learner's own sentence: {inpage.NO_BUNDLE}")
             except ContentError as exc:
                 problems.extend(exc.diagnostics)
         return Computed(payload, problems, notes)
@@ -113,7 +120,10 @@ class AttentionKind(LabKind):
         serve passes none, and a lab's own checkpoint only fills sentences its cache lacks)."""
         data, _ = super().compute_inputs(lab, {"model": str(options.get("model"))})
         spec: AttentionSpec = lab.spec
-        return data, (spec.model.cache,) if spec.model is not None else ()
+        if spec.model is None:
+            return data, ()
+        bundle = (spec.model.bundle / "bundle.json",) if spec.model.bundle is not None else ()
+        return data, (spec.model.cache, *bundle)  # bundle.json holds the SHA-256 of the bundle's other files
 
     def page(self, lab: Lab, payload: dict) -> PageData:
         """What the first paint needs is embedded: every sentence's words, and the default
@@ -155,7 +165,7 @@ class AttentionKind(LabKind):
                 srcs[sid] = fingerprint(f"real-heads-{sid}.js", script)
                 files[srcs[sid]] = script
             summary = {key: value for key, value in real.items()
-                       if key not in ("sentences", "sha256", "per_mille", "finder", "learned")}
+                       if key not in ("sentences", "sha256", "per_mille", "finder", "learned", "inpage")}
             payload["real"] = {**summary, "srcs": srcs, "sentence_ids": sorted(real["sentences"])}
             if real.get("finder"):
                 payload["real"]["finder_src"], script = lazy_script("finder.js", "headFinder", real["finder"])
@@ -165,7 +175,8 @@ class AttentionKind(LabKind):
         src = {key: shared_src(self.name, name) for key, name in shared.names.items()}
         payload["more"] = {"src": src["more"]}
         # "Your sentence": the designed model in JavaScript, its tables and its UI (own.py).
-        payload["own"] = {"src": src["own"]}
+        payload["own"] = {"src": src["own"], "real_src": src["own_real"],
+                          "model": inpage.page_part(lab.spec.model, (real or {}).get("inpage"))}
         # The pattern view (every query of a head at once): its code, the shuffles and the closest
         # learned heads load when the learner opens it (pattern.py).
         from generator.kinds.attention.pattern import lazy_pattern
@@ -180,6 +191,11 @@ class AttentionKind(LabKind):
         """The spotlight's further code, the "your sentence" model and UI, the ÷√d demo (its numbers
         do not depend on the lab) and the pattern view's stylesheet."""
         return _shared().files
+
+    def site_files(self, labs: Sequence[Lab], options: Mapping[str, Any], store: Path | None) -> Mapping[str, bytes]:
+        """The in-page model's runtime and weights (generator.runtime), once per site, for the labs
+        whose ``model:`` names a ``bundle:``."""
+        return inpage.site_files([lab.spec.model for lab in labs if lab.spec is not None])
 
     def heavy_part(self, lab: Lab, embedded: Any) -> tuple[Path, int, int, int] | None:
         """The first sentence: its numbers are the ones embedded in the page (n² per head)."""
@@ -264,7 +280,7 @@ def _shared() -> _Shared:
 
     names: dict[str, str] = {}
     files: dict[str, bytes] = {}
-    parts = {"more": _more_script(), "own": own_script(), "pattern_css": pattern_style()}
+    parts = {"more": _more_script(), "own": own_script(), "own_real": own_real_script(), "pattern_css": pattern_style()}
     parts["sqrt"], parts["sqrt_css"] = demo_files(sqrt_numbers())
     for key, (name, data) in parts.items():
         names[key], files[name] = name, data

@@ -38,6 +38,9 @@ def add_commands(sub: Any) -> None:
     a.add_argument("--model", type=Path, default=None, metavar="DIR", help="local checkpoint folder (required without --designed)")
     a.add_argument("--designed", action="store_true",
                    help="the designed heads of generator/attention/teaching.py; SENTENCE is tagged as in lab.yaml")
+    a.add_argument("--quantized", action="store_true",
+                   help="what the page's in-page model computes: the 8-bit bundle in DIR (a bundle folder, or a "
+                        "checkpoint quantized as a build does) run in NumPy; same output as --model")
     a.add_argument("--layer", type=int, default=None, metavar="L", help="layer, counted from 0")
     a.add_argument("--head", default=None, metavar="H",
                    help="head, counted from 0 (with --designed: a head id, e.g. syntax)")
@@ -51,7 +54,8 @@ def add_commands(sub: Any) -> None:
 
 def cmd_attention(args: argparse.Namespace) -> int:
     if args.designed:
-        for flag, given in (("--model", args.model is not None), ("--layer", args.layer is not None)):
+        for flag, given in (("--model", args.model is not None), ("--layer", args.layer is not None),
+                            ("--quantized", args.quantized)):
             if given:
                 args.usage_error(f"argument {flag}: not allowed with --designed")
         heads = designed_heads(args.source is not None)
@@ -74,7 +78,8 @@ def cmd_attention(args: argparse.Namespace) -> int:
         if not re.fullmatch(r"[+-]?\d+", head.strip()):
             args.usage_error(f"argument --head: invalid int value: {head!r}")
         head = int(head)
-    print(inspect_attention(args.model, args.sentence, layer=args.layer, head=head, as_json=args.json), flush=True)
+    print(inspect_attention(args.model, args.sentence, layer=args.layer, head=head, as_json=args.json,
+                            quantized=args.quantized), flush=True)
     return 0
 
 
@@ -234,6 +239,7 @@ def inspect_attention(
     layer: int | None = None,
     head: int | None = None,
     as_json: bool = False,
+    quantized: bool = False,
 ) -> str:
     """What ``labs attention`` prints: a checkpoint's attention over one sentence's word pieces.
 
@@ -247,10 +253,13 @@ def inspect_attention(
 
     Raises :class:`BuildError` for a bad model folder (naming the file), an empty sentence,
     one longer than the model reads, a layer/head out of range, or a head without a layer.
+
+    ``quantized``: the 8-bit model the page runs (:func:`generator.runtime.bundle.reference_model`),
+    from a bundle folder (``bundle.json``) or a checkpoint quantized exactly as a build does.
     """
     if not sentence.strip():
         raise BuildError("the sentence is empty")
-    model = load_model(Path(model_dir))
+    model = _quantized(Path(model_dir)) if quantized else load_model(Path(model_dir))
     n_layers, n_heads = model.config.num_hidden_layers, model.config.num_attention_heads
     for name, value, count in (("layer", layer, n_layers), ("head", head, n_heads)):
         if value is not None and (type(value) is not int or not 0 <= value < count):
@@ -270,3 +279,12 @@ def inspect_attention(
     if head is None:
         return _layer_breakdown(tokens, attentions[layer], layer, n_layers)
     return _matrix_table(tokens, attentions[layer, head], layer, head)
+
+
+def _quantized(folder: Path):
+    """The in-page model of ``folder``: a bundle folder read as it is, a checkpoint quantized first."""
+    from generator.runtime.bundle import BUNDLE_FILE, reference_model
+    from generator.runtime.site import bundle_at, bundle_from_checkpoint
+
+    bundle = bundle_at(folder) if (folder / BUNDLE_FILE).is_file() else bundle_from_checkpoint(folder, None)
+    return reference_model(bundle)

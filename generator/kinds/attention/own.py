@@ -63,3 +63,15 @@ def own_script() -> tuple[str, bytes]:
 def _own_script(code: str) -> tuple[str, bytes]:
     script = f"((window.Labs||={{}}).data||={{}}).ownTables={json_for_script(model_tables())};\n{code}\n".encode()
     return fingerprint("own.js", script), script
+
+
+def own_real_script() -> tuple[str, bytes]:
+    """``own-real.<hash>.js``: "Your sentence" through the real model (static/later/own-real.js),
+    minified; loaded with :func:`own_script`'s code only when the learner picks the real model."""
+    return _own_real(minified(FOLDER / "own-real.js"))
+
+
+@functools.lru_cache(maxsize=2)
+def _own_real(code: str) -> tuple[str, bytes]:
+    script = f"{code}\n".encode()
+    return fingerprint("own-real.js", script), script

@@ -7,6 +7,8 @@ Author-facing syntax (in ``lab.yaml``)::
       cache: real-heads.json                         # committed data file beside lab.yaml
       checkpoint: ../../../models/all-MiniLM-L6-v2   # optional local folder (relative to the lab);
                                                      # `labs build --model DIR` overrides it
+      bundle: ../../models/all-minilm-l6-v2          # optional: the 8-bit bundle the page runs on a
+                                                     # learner's sentence (see inpage.py)
       sentences:                                     # optional: sentences for the head finder only
         - id: f-birds                                # (not in the spotlight; cached like the others)
           text: The old/ADJ man/NOUN fed/VERB the birds/NOUN   # tagged like a widget sentence
@@ -123,11 +125,13 @@ class ModelSpec:
     sentence_at: dict  # sentence id -> (path, line, col) of its text, for cache-miss errors
     finder_sentences: tuple[FinderSentence, ...] = ()
     checkpoint_at: tuple[str, int, int] | None = None  # where `checkpoint:` is written
+    bundle: Path | None = None  # the model bundle the page runs (inpage.py)
+    bundle_at: tuple[str, int, int] | None = None  # where `bundle:` is written
 
 
 def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec | None:
     """Validate the ``model:`` mapping (``widget`` is the lab's WidgetSpec, already read)."""
-    if reader.mapping(where, required=("name", "cache"), optional=("checkpoint", "sentences", "relations")) is None:
+    if reader.mapping(where, required=("name", "cache"), optional=("checkpoint", "bundle", "sentences", "relations")) is None:
         return None
     finder = _read_finder_sentences(reader, where + ("sentences",), widget)
     name = reader.string(where + ("name",), multiline=False)
@@ -140,6 +144,12 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
             reader.error(where + ("cache",), f"cache {cache_name!r} must be inside the lab folder")
             cache = None
     checkpoint = (lab_dir / checkpoint_name).resolve() if checkpoint_name else None
+    bundle_name = reader.string(where + ("bundle",), required=False, multiline=False)
+    bundle = (lab_dir / bundle_name).resolve() if bundle_name else None
+    if bundle is not None and not bundle.is_dir():
+        reader.error(where + ("bundle",), f"bundle {bundle_name!r}: no such folder ({display_path(bundle)}); "
+                     "it names a model bundle folder (bundle.json, weights.bin, vocab.txt, LICENSE), relative to the lab")
+        bundle = None
     relations: list[Relation] = []
     rel = reader.value(where + ("relations",))
     if rel is not None and reader.mapping(where + ("relations",), optional=tuple(rel) if isinstance(rel, dict) else ()) is not None:
@@ -182,8 +192,9 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
     for f, at in finder:
         sentence_at[f.id] = at
     checkpoint_at = (reader.doc.path, *reader.doc.position(where + ("checkpoint",))) if checkpoint else None
+    bundle_at = (reader.doc.path, *reader.doc.position(where + ("bundle",))) if bundle else None
     return ModelSpec(name, cache, display_path(cache), checkpoint, tuple(relations), (reader.doc.path, line, col),
-                     sentence_at, tuple(f for f, _ in finder), checkpoint_at)
+                     sentence_at, tuple(f for f, _ in finder), checkpoint_at, bundle, bundle_at)
 
 
 def _read_word(reader: Reader, where: tuple, written: str, words: tuple[str, ...]) -> int | None:

@@ -2,7 +2,11 @@
    spotlight's door (setOwnSentence). Loaded by the spotlight the first time the box is used
    (data.own.src); computed by own-model.js (Labs.code.ownModel).
    The spotlight calls Labs.code.own.start(door) once, submit() on Enter or the button, and
-   restore(hash) → the sentence, for a link or Back/Forward to #s=own&…&t=<text>[&src=<source>][&c=1]. */
+   restore(hash) → the sentence, for a link or Back/Forward to #s=own&…&t=<text>[&src=<source>][&c=1].
+   With "the real model" chosen, the sentence goes through MiniLM in the page (own-real.js, loaded
+   on that choice) and its hash is #s=own&…&t=<text>&m=real. A link or reload with m=real fills the
+   box and picks the real model; the model itself loads when the learner presses Show it (nothing
+   heavy loads unasked), at once if it is loaded already. */
 (() => {
   "use strict";
   const Labs = window.Labs, M = Labs.code.ownModel, T = Labs.data.ownTables, h = (...a) => Labs.util.h(...a);
@@ -11,10 +15,11 @@
   // Every designed head's description: a lab may show fewer heads than your sentence is computed with.
   const HEAD_META = T.heads.map(hd => ({ id: hd.id, name: hd.name, description: hd.description, bias: hd.bias, cross: hd.cross,
     q_dims: hd.q_dims, k_dims: hd.k_dims, v_dims: hd.v_dims, o_dims: hd.o_dims }));
-  let door = null, box = null, msg = null, chips = null, current = null;
+  let door = null, box = null, msg = null, chips = null, current = null, files = null, realP = null;
 
-  function start(d) {
+  function start(d, f) {
     door = d;
+    files = f || {};
     const { el } = door;
     msg = h("p", { class: "sl-own-msg", role: "status" });
     chips = h("div", { class: "sl-own-chips", role: "group", "aria-label": "Tags of your words" });
@@ -27,18 +32,51 @@
     el.ownMore.replaceChildren(box);
     el.ownSource.addEventListener("input", syncCausal);
     el.ownCausal.addEventListener("change", syncCausal);
+    const why = files.model?.reason;
+    if (why) { // the page offers no real model: say why, once, where the choice is
+      el.ownReal.disabled = true;
+      el.ownLoad.replaceChildren(h("p", { class: "sl-hint" }, [`The real model is not offered here: ${why}.`]));
+      el.ownLoad.hidden = false;
+    }
+    for (const r of [el.ownReal, el.ownDesigned]) r.addEventListener("change", choose);
+    if (isReal()) choose(); // picked while this code was loading
     syncCausal();
   }
+  const isReal = () => !!door.el.ownReal.checked && !door.el.ownReal.disabled;
+  /** The learner picked a model: the real one loads its code and says its download size. */
+  function choose() {
+    syncCausal();
+    for (const x of box.children) if (x !== msg) x.hidden = isReal(); // tags and the designed model's hint
+    if (isReal()) {
+      door.el.ownLoad.hidden = false;
+      real().then(R => R.offer(), () => {});
+    }
+    else if (!files.model?.reason) door.el.ownLoad.hidden = true;
+  }
+  /** own-real.js (Labs.code.ownReal), loaded and started once. */
+  function real() {
+    realP ||= Labs.util.load(files.real_src).then(() => {
+      Labs.code.ownReal.start(files.model, door.el.ownLoad, say);
+      return Labs.code.ownReal;
+    });
+    realP.catch(() => {
+      realP = null;
+      say("Could not load the real model's page code. Check the connection, then pick it again.");
+    });
+    return realP;
+  }
   function syncCausal() {
-    const { el } = door, cross = !!el.ownSource.value.trim();
-    el.ownCausal.disabled = cross;
+    const { el } = door, cross = !!el.ownSource.value.trim(), one = isReal();
+    el.ownSource.disabled = one; // MiniLM reads one sentence, both ways
+    if (one) el.ownCausal.checked = false;
+    el.ownCausal.disabled = cross || one;
     if (cross) el.ownCausal.checked = false;
     el.ownCausal.setAttribute("aria-checked", el.ownCausal.checked);
   }
 
-  function say(text) {
+  function say(text, progress) {
     msg.textContent = text;
-    msg.classList.toggle("is-error", !!text);
+    msg.classList.toggle("is-error", !!text && !progress);
   }
 
   /** The problems of a parse, as the learner reads them (at most three). */
@@ -109,6 +147,8 @@
   /** Enter or the button: the box's sentence becomes the spotlight's. */
   function submit() {
     const { el } = door;
+    if (isReal()) return submitReal(el.ownText.value);
+    say("");
     try {
       const S = compute(el.ownText.value, el.ownSource.value, el.ownCausal.checked);
       if (!S) return;
@@ -120,12 +160,34 @@
     }
   }
 
+  /** The sentence through the real model, shown once it is computed (a later learner action wins). */
+  let asked = 0;
+  function submitReal(text) {
+    const mine = ++asked;
+    if (text.length > LIMIT_CHARS) return say(`That is ${text.length.toLocaleString("en")} characters: try a shorter sentence.`);
+    return real().then(R => R.sentence(text, M.maxWords)).then(S => {
+      if (!S || mine !== asked) return;
+      const st = door.state();
+      // q counts [CLS] in a real sentence: its first word is 1
+      door.setOwnSentence(S, { q: st.s === "own" && st.q < S.real.words.length ? st.q : 1 });
+    }, () => {});
+  }
+
   /** A link or Back/Forward names an own sentence: the sentence, computed again (the spotlight then
       shows it), or null if it cannot be. */
   function restore(hash) {
     const p = new URLSearchParams(hash.replace(/^#/, "")), { el } = door;
     const text = p.get("t") || "", source = p.get("src") || "", causal = p.get("c") === "1";
     el.ownText.value = text;
+    if (p.get("m") === "real" && !el.ownReal.disabled) {
+      el.ownReal.checked = true;
+      choose();
+      real().then(R => R.loaded() ? submitReal(text)
+        : say("This link shows your sentence through the real model: press Show it to load the model and see it.", true), () => {});
+      return null; // set through the door once computed
+    }
+    el.ownDesigned.checked = true;
+    choose();
     el.ownSource.value = source;
     el.ownCausal.checked = causal;
     syncCausal();

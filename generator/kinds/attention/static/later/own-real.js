@@ -1,0 +1,143 @@
+/* "Your sentence" through the real model: the bundle's runtime (Labs.runtime, generator/runtime)
+   runs MiniLM in the page. Loaded by own-ui.js (Labs.util.load) only when the learner picks the
+   real model; it loads the runtime's code the same way, and the weights only when asked to show a
+   sentence (with a progress bar of bytes and a Cancel button).
+   Labs.code.ownReal = { start(info, panel, say), offer(), sentence(text) → Promise<S | null>,
+                         merge(encoding, attentions, layers, heads) }
+   info is the page's data.own.model (inpage.py): code, manifest, license, download_bytes,
+   model, shown (the accuracy bound in points), sentences. */
+(() => {
+  "use strict";
+  const Labs = window.Labs, u = Labs.util, h = (...a) => u.h(...a);
+  const MAX_PIECES = 128; // the spotlight shows every word: longer inputs are refused (the model reads 512)
+  let info = null, panel = null, say = null, about = null, bar = null, cancel = null, licence = null;
+  let runtimeP = null, modelP = null, control = null, described = null;
+
+  const mb = bytes => (bytes / 1e6).toLocaleString("en", { maximumFractionDigits: 1 }) + " MB";
+
+  function start(modelInfo, where, sayFn) {
+    info = modelInfo;
+    panel = where;
+    say = sayFn;
+    about = h("p", { class: "sl-hint" });
+    bar = h("progress", { max: 1, value: 0, "aria-label": "Loading the real model", hidden: "" });
+    cancel = h("button", { type: "button", class: "btn", hidden: "" }, ["Cancel"]);
+    cancel.addEventListener("click", () => control?.abort());
+    licence = h("a", { href: info.license }, ["licence (Apache-2.0)"]);
+    panel.replaceChildren(about, h("p", { class: "sl-own-load" }, [bar, " ", cancel]));
+    panel.hidden = false;
+    aboutText();
+  }
+
+  function aboutText(total) {
+    const size = total || described?.totalBytes || info.download_bytes;
+    about.replaceChildren(`${info.model.split("/").pop()} runs in this page: about ${mb(size)} to download the first time ` +
+      "(then it works offline), a few seconds to run. 8-bit weights: within " +
+      `${info.shown.toLocaleString("en", { minimumFractionDigits: 1 })} points of the full model on this lab's sentences. `,
+      "The model's ", licence, ".");
+  }
+
+  /** The runtime's code (a classic script), once. */
+  function runtime() {
+    runtimeP ||= u.load(info.code).then(() => {
+      if (!Labs.runtime?.load) throw Error("The model's code did not start.");
+      return Labs.runtime;
+    });
+    runtimeP.catch(() => { runtimeP = null; });
+    return runtimeP;
+  }
+
+  /** The learner picked the real model: the download's size, from the manifest (describe()). */
+  function offer() {
+    return runtime().then(R => R.describe(info.manifest)).then(d => { described = d; aboutText(d.totalBytes); },
+      err => say(plain(err)));
+  }
+
+  const plain = err => err?.name === "AbortError" ? "Loading the real model was cancelled; the designed heads still work."
+    : `${err?.message || "The real model could not be loaded."} The designed heads still work.`;
+
+  /** The model, loaded once with a progress bar and a Cancel button; a failure or a cancel can be tried again. */
+  function model() {
+    if (modelP) return modelP;
+    control = new AbortController();
+    bar.hidden = cancel.hidden = false;
+    bar.value = 0;
+    say("Loading the real model…", true);
+    const onProgress = (loaded, total) => {
+      bar.max = total;
+      bar.value = loaded;
+      bar.setAttribute("aria-valuetext", `${mb(loaded)} of ${mb(total)}`);
+    };
+    modelP = runtime().then(R => R.load({ manifestSrc: info.manifest, onProgress, signal: control.signal }));
+    modelP.then(() => say(""), () => { modelP = null; }).finally(() => {
+      bar.hidden = cancel.hidden = true;
+      control = null;
+    });
+    return modelP;
+  }
+
+  /** Pieces merged into words as the build merges them (realheads.piece_word_index, merge_pieces):
+      a word receives the sum of its pieces' columns and sends the mean of their rows.
+      → {words, special, attention: Float64Array [((l·H + h)·n + i)·n + j]} */
+  function merge(enc, att, layers, heads) {
+    const p = enc.ids.length, words = [enc.tokens[0], ...enc.sourceWords, enc.tokens[p - 1]], n = words.length;
+    const owner = enc.wordIds.map((w, i) => i === 0 ? 0 : w === null ? n - 1 : w + 1), count = new Float64Array(n);
+    for (const w of owner) count[w]++;
+    const out = new Float64Array(layers * heads * n * n);
+    for (let m = 0; m < layers * heads; m++)
+      for (let i = 0; i < p; i++)
+        for (let j = 0; j < p; j++) out[(m * n + owner[i]) * n + owner[j]] += att[(m * p + i) * p + j] / count[owner[i]];
+    return { words, special: words.map((w, i) => i === 0 || i === n - 1), attention: out };
+  }
+
+  /** Hamilton's method, as realheads.largest_remainder_array: integers summing to `total`. */
+  function perMille(row, total) {
+    const sum = row.reduce((a, b) => a + b, 0), quota = row.map(x => sum > 0 ? x * total / sum : 0), base = quota.map(Math.floor);
+    let short = sum > 0 ? Math.min(row.length, Math.max(0, Math.round(total - base.reduce((a, b) => a + b, 0)))) : 0;
+    const order = quota.map((q, i) => [row[i] > 0 ? q - base[i] : -1, i]).sort((a, b) => b[0] - a[0] || a[1] - b[1]);
+    for (const [, i] of order) if (short-- > 0) base[i]++;
+    return base;
+  }
+
+  /** `text` through the real model as a sentence for the door (S.real), or null and a message. */
+  async function sentence(text, maxWords) {
+    try {
+      const M = await model(), enc = M.tokenizer.encode(text);
+      if (!enc.sourceWords.length) { say("Type a sentence first."); return null; }
+      if (enc.sourceWords.length > maxWords || enc.ids.length > MAX_PIECES) {
+        say(`The real model here reads at most ${maxWords} words (${MAX_PIECES} word pieces); this sentence has ` +
+          `${enc.sourceWords.length} words in ${enc.ids.length} pieces. Try a shorter one.`);
+        return null;
+      }
+      const run = await M.run(enc.ids), W = merge(enc, run.attentions, run.layers, run.heads), n = W.words.length;
+      const attention = [];
+      for (let l = 0; l < run.layers; l++) {
+        const layer = [];
+        for (let hd = 0; hd < run.heads; hd++) {
+          const rows = [];
+          for (let i = 0; i < n; i++) rows.push(perMille(Array.from(W.attention.subarray(((l * run.heads + hd) * n + i) * n, ((l * run.heads + hd) * n + i + 1) * n)), 1000));
+          layer.push(rows);
+        }
+        attention.push(layer);
+      }
+      Labs.code.ownReal.last = { ...W, perMille: attention }; // for the tests: the merged weights, before and after rounding
+      const plainText = W.words.slice(1, -1).join(" ");
+      say("");
+      return {
+        own: new URLSearchParams({ t: text, m: "real" }).toString(),
+        label: "Your sentence: " + (plainText.length > 40 ? plainText.slice(0, 39) + "…" : plainText),
+        note: `Your sentence, run through ${info.model.split("/").pop()} in your browser with 8-bit weights ` +
+          `(within ${info.shown} points of the full model on this lab's sentences).`,
+        real: { words: W.words, special: W.special, attention }
+      };
+    } catch (err) {
+      say(plain(err));
+      return null;
+    }
+  }
+
+  /** Whether the model is here already (a link to a real sentence then shows at once). */
+  const loaded = () => !!modelP;
+
+  (Labs.code ||= {}).ownReal = { start, offer, sentence, merge, loaded };
+})();

@@ -1,0 +1,1 @@
+/* code: kinds/attention/static/later/own-real.js */
