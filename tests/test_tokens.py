@@ -174,6 +174,9 @@ def test_a_damaged_bundle_is_an_error_at_the_vocabulary_key(project, capsys):
     assert code == 1
     assert any(e.startswith(f"content/labs/tokens/lab.yaml:{line}:") and "is not a readable vocabulary" in e
                and "vocab.txt" in e for e in err), err
+    runtime = next(i for i, t in enumerate((project / "content/labs/embeddings/lab.yaml").read_text("utf-8").splitlines(), 1)
+                   if t.strip().startswith("runtime:"))  # the embeddings lab names the same bundle: its error is at its key
+    assert any(e.startswith(f"content/labs/embeddings/lab.yaml:{runtime}:") and "vocab.txt" in e for e in err), err
 
 
 # -- the teaching text: every number it states is computed here -----------------------------------------

@@ -159,6 +159,14 @@ def read_embeddings(reader: Reader, where: tuple, lab_dir: Path) -> EmbeddingsSp
     if bundle is not None and not (bundle / "bundle.json").is_file():
         reader.error(where + ("runtime",), f"{runtime!r} is not a model bundle folder (no bundle.json in it); "
                                            f"the committed one is content/models/all-minilm-l6-v2")
+    elif bundle is not None:
+        from generator.errors import BuildError
+        from generator.runtime.site import bundle_at
+
+        try:
+            bundle_at(bundle)  # read and checked once per process: a damaged file is an error here
+        except BuildError as exc:
+            reader.error(where + ("runtime",), f"bundle {runtime!r} cannot be used: {str(exc).replace(' error: ', ' ', 1)}")
     claims = []
     for i, _ in enumerate(reader.sequence(where + ("claims",)) or []):
         text = reader.string(where + ("claims", i), multiline=False)
