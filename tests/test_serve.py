@@ -739,22 +739,132 @@ def test_an_idle_or_half_sent_connection_is_closed_after_the_timeout(http_server
     assert time.monotonic() - started < 5
 
 
-def test_connections_beyond_the_limit_are_closed_and_the_threads_stay_bounded(http_server):
+def test_beyond_the_limit_the_longest_waiting_connection_makes_room_and_threads_stay_bounded(http_server):
     server = http_server(max_connections=3)
     before = threading.active_count()
     idle = [socket.create_connection(server.server_address[:2], timeout=5) for _ in range(3)]
     try:
         for s in idle:
-            s.sendall(b"GET / HTTP/1.1\r\n")  # half-sent: each holds a thread until its timeout
-        time.sleep(0.1)
-        assert _exchange(server, b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n", wait=2) == b""  # turned away
-        assert threading.active_count() <= before + 3
+            s.sendall(b"GET / HTTP/1.1\r\n")  # half-sent: each holds a slot until its time is up
+        _await(lambda: server.counts()[0] == 3, what="3 slots held")
+        got = _exchange(server, b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", wait=2)
+        assert _headers(got)[0] == 200
+        assert idle[0].recv(4096) == b""  # the oldest was closed to make room
+        assert server.counts()[0] <= 3 and threading.active_count() <= before + 3
     finally:
         for s in idle:
             s.close()
-    for _ in range(50):  # the slots free up once the idle connections time out
-        got = _exchange(server, b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", wait=2)
-        if got:
-            break
-        time.sleep(0.1)
-    assert _headers(got)[0] == 200
+
+
+# -- slow senders and open pages cannot lock out requests ---------------------------------------
+
+@pytest.fixture
+def crowd():
+    """Sockets opened by a test, and a thread that trickles one byte of a request into each
+    ``slow`` one every ``interval`` seconds; all closed at the end."""
+    sockets: list[socket.socket] = []
+    slow: list[socket.socket] = []
+    stop = threading.Event()
+
+    def trickle(interval: float) -> None:
+        while not stop.wait(interval):
+            for s in list(slow):
+                try:
+                    s.send(b"X")
+                except OSError:
+                    slow.remove(s)
+
+    class Crowd:
+        def open(self, server, first: bytes = b"") -> socket.socket:
+            s = socket.create_connection(server.server_address[:2], timeout=5)
+            sockets.append(s)
+            if first:
+                s.sendall(first)
+            return s
+
+        def slow(self, server, n: int, interval: float) -> list[socket.socket]:
+            opened = [self.open(server, b"GET / HTTP/1.1\r\nX-Slow: ") for _ in range(n)]
+            slow.extend(opened)
+            thread = threading.Thread(target=trickle, args=(interval,), daemon=True)
+            thread.start()
+            threads.append(thread)
+            return opened
+
+        def stream(self, server) -> socket.socket:
+            s = self.open(server, b"GET /__labs__/events?path=/&etag=x HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            head = b""
+            while b"retry:" not in head:
+                chunk = s.recv(4096)
+                assert chunk, head
+                head += chunk
+            assert head.startswith(b"HTTP/1.0 200") or head.startswith(b"HTTP/1.1 200"), head
+            return s
+
+    threads: list[threading.Thread] = []
+    yield Crowd()
+    stop.set()
+    for thread in threads:
+        thread.join(5)
+    for s in sockets:
+        s.close()
+
+
+def _await(condition, timeout: float = 5.0, what: str = "condition") -> float:
+    """Wait until ``condition()`` holds; the seconds it took."""
+    started = time.monotonic()
+    while not condition():
+        assert time.monotonic() - started < timeout, f"{what} did not hold within {timeout} s"
+        threading.Event().wait(0.02)
+    return time.monotonic() - started
+
+
+def _answered_within(server, seconds: float) -> None:
+    started = time.monotonic()
+    got = _exchange(server, b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", wait=seconds + 1)
+    assert got and _headers(got)[0] == 200, got
+    assert time.monotonic() - started < seconds
+
+
+def test_a_request_trickling_in_is_closed_once_its_whole_time_is_up(http_server, crowd):
+    server = http_server()  # a request must arrive within 0.5 s
+    (slow,) = crowd.slow(server, 1, interval=0.1)  # never idle for 0.5 s, but never done
+    slow.settimeout(5)
+    started = time.monotonic()
+    try:
+        while slow.recv(4096):
+            pass
+    except ConnectionResetError:
+        pass
+    assert time.monotonic() - started < 3
+
+
+def test_slow_senders_holding_every_slot_do_not_lock_out_a_request(http_server, crowd):
+    server = http_server()
+    server.request_timeout = 30  # the slow senders stay for the whole test
+    crowd.slow(server, 64, interval=0.2)
+    _await(lambda: server.counts()[0] == 64, what="64 slow connections held")
+    _answered_within(server, 2)
+
+
+def test_open_event_streams_are_capped_apart_from_requests_and_freed_when_closed(http_server, crowd):
+    server = http_server()
+    streams = [crowd.stream(server) for _ in range(64)]
+    assert server.counts() == (0, 64)
+    _answered_within(server, 2)
+    refused = _exchange(server, b"GET /__labs__/events?path=/ HTTP/1.1\r\nHost: localhost\r\n\r\n", wait=2)
+    assert _headers(refused)[0] == 503
+    for s in streams:
+        s.close()
+    assert _await(lambda: server.counts()[1] == 0, what="closed streams noticed") < 2
+    crowd.stream(server)
+
+
+def test_64_slow_senders_and_64_open_pages_leave_room_for_a_request(http_server, crowd):
+    server = http_server()
+    server.request_timeout = 30
+    for _ in range(64):
+        crowd.stream(server)
+    crowd.slow(server, 64, interval=0.2)
+    _await(lambda: server.counts() == (64, 64), what="64 slow connections and 64 streams held")
+    _answered_within(server, 2)
+    assert threading.active_count() < 200
