@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import signal
+import stat
 import threading
+import time
 import traceback
 import webbrowser
 from collections.abc import Callable, Iterable, Mapping
@@ -26,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from generator import sitefolder
-from generator.errors import BuildError, ContentError, cap_per_file, display_path
+from generator.errors import BuildError, ContentError, Diagnostic, cap_per_file, display_path
 from generator.incremental import Rebuild, SiteBuilder
 from generator.serve_http import LiveHTTPServer, LiveSite, build_error_json, diagnostic_json, is_loopback
 from generator.serve_mirror import Mirror
@@ -34,6 +37,36 @@ from generator.serve_watch import RESCAN, ChangeQueue, watch
 from generator.workers import lab_pool
 
 log = logging.getLogger(__name__)
+
+
+STOP_SECONDS = 1.5  # Ctrl-C stops within this long, even with a rebuild under way
+
+_SPECIAL_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                  (stat.S_ISSOCK, "a socket"))
+
+
+def special_files(folders: Iterable[Path], root: Path | None = None) -> list[Diagnostic]:
+    """Every FIFO, device or socket below ``folders``, or symbolic link to one, as an error; none
+    is opened (reading a FIFO waits for a writer forever, reading /dev/zero never ends).
+
+    A build reads only regular files; this refuses the others before the build looks at them.
+    Folders are walked without following links; links are followed one step to see what they
+    name."""
+    found = []
+    for folder in folders:
+        for dirpath, dirnames, filenames in os.walk(folder):
+            for name in sorted(filenames):
+                path = Path(dirpath, name)
+                try:
+                    mode = path.stat().st_mode
+                except OSError:
+                    continue  # a dangling link or a file gone again: the loader says so if it matters
+                what = next((w for test, w in _SPECIAL_KINDS if test(mode)), None)
+                if what is not None:
+                    shown = display_path(path.parent, root) + "/" + name
+                    found.append(Diagnostic(shown, 1, 1, f"not a regular file ({what}); labs reads only "
+                                                         "regular files (and links to them): remove it"))
+    return found
 
 
 def _plural(n: int, word: str) -> str:
@@ -94,7 +127,9 @@ class DevServer:
         return self.url
 
     def stop(self) -> None:
-        """Stop watching, finish the rebuild under way, close connections, flush the disk copy."""
+        """Stop watching, close connections, let the rebuild under way and the disk copy finish,
+        but within :data:`STOP_SECONDS` (the threads left are daemons: they end with the process)."""
+        deadline = time.monotonic() + STOP_SECONDS
         if self._observer is not None:
             self._observer.stop()
         self.changes.close()
@@ -103,12 +138,10 @@ class DevServer:
             if any(t.name == "labs-http" for t in self._threads):
                 self._httpd.shutdown()
             self._httpd.server_close()
-        for t in self._threads:
-            t.join()
-        if self._observer is not None:
-            self._observer.join()
-        if self._mirror is not None:
-            self._mirror.close()
+        for t in self._threads + ([self._observer] if self._observer is not None else []):
+            t.join(max(0.0, deadline - time.monotonic()))
+        if self._mirror is not None and not self._mirror.close(max(0.0, deadline - time.monotonic())):
+            self.warn("stopped before the site was written to disk; the next build writes it")
 
     def _spawn(self, name: str, target: Callable[[], None]) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -153,6 +186,9 @@ class DevServer:
         """Build; publish the result, or the errors while the last good site stays served."""
         what = "the site" if not batch else _describe(batch, self._root)
         try:
+            special = special_files([self.content] + ([self.theme] if self.theme else []), self._root)
+            if special:
+                raise ContentError(special)
             result = self.builder.rebuild(batch, map_labs)
         except ContentError as exc:
             shown = cap_per_file(exc.diagnostics)  # at most 20 a file, then "… and N more"

@@ -567,6 +567,31 @@ def test_sigint_stops_cleanly_with_exit_0_and_no_temp_folders(start_server, tmp_
     assert server.out[-1] == "stopped"
 
 
+@pytest.mark.parametrize("make", ["fifo", "dev-zero-link"])
+def test_a_special_file_appearing_while_serving_is_refused_and_ctrl_c_still_stops(start_server, tmp_path, make):
+    content = copy_content(tmp_path / "in")
+    server = start_server(content, tmp_path / "out/site")
+    special = content / "labs/attention/notes.md"
+    if make == "fifo":
+        os.mkfifo(special)
+    else:
+        special.symlink_to("/dev/zero")
+    server.wait_for(r"^content/labs/attention/notes\.md:1:1: error: not a regular file \((a FIFO|a character device)\)")
+    special.unlink()
+    edit(content / "labs/attention/gist.md", "At the first layer", "At the first layer, edited,")
+    server.wait_for(r"changed content/labs/attention/\S+( and 1 more)? → rebuilt 1 lab")  # later rebuilds still work
+    status, _, body = server.request("/labs/attention/")
+    assert status == 200 and b"At the first layer, edited," in body
+    if make == "fifo":
+        os.mkfifo(special)
+    else:
+        special.symlink_to("/dev/zero")
+    server.wait_for(r"notes\.md:1:1: error: not a regular file", timeout=30)
+    started = time.monotonic()
+    assert server.interrupt(timeout=5) == 0
+    assert time.monotonic() - started < 2
+
+
 def test_binding_beyond_loopback_warns_loudly(start_server, tmp_path):
     server = start_server(copy_content(tmp_path), tmp_path / "site", "--host", "0.0.0.0")
     server.wait_for(r"^WARNING: serving on 0\.0\.0\.0: anyone who can reach this machine")
