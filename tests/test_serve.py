@@ -192,6 +192,41 @@ def test_rebuild_equals_full_build(three_labs, name, make_edit, computed, render
     assert result.changed == {p for p in set(first.files) | set(expected) if first.files.get(p) != expected.get(p)}
 
 
+def _link_to_shared_file(c):
+    (c / "shared").mkdir()
+    shutil.move(c / "labs/alpha/gist.md", c / "shared/gist.md")
+    (c / "labs/alpha/gist.md").symlink_to("../../shared/gist.md")
+    return c / "shared/gist.md"
+
+
+def _link_to_shared_folder(c):
+    (c / "shared").mkdir()
+    shutil.move(c / "labs/alpha/gist.md", c / "shared/gist.md")
+    (c / "labs/alpha/parts").symlink_to("../../shared", target_is_directory=True)
+    edit(c / "labs/alpha/lab.yaml", "file: gist.md", "file: parts/gist.md")
+    return c / "shared/gist.md"
+
+
+def _borrow_from_another_lab(c):
+    (c / "labs/alpha/gist.md").unlink()
+    (c / "labs/alpha/gist.md").symlink_to("../beta/gist.md")
+    return c / "labs/beta/gist.md"
+
+
+@pytest.mark.parametrize("link", [_link_to_shared_file, _link_to_shared_folder, _borrow_from_another_lab],
+                         ids=["file-link", "folder-link", "borrowed"])
+def test_editing_what_a_link_in_a_lab_points_to_rebuilds_that_lab(three_labs, link):
+    content, theme = three_labs
+    target = link(content)
+    builder = SiteBuilder(content, theme)
+    builder.rebuild()
+    edit(target, "At the first layer", "At the first layer (through a link)")
+    result = builder.rebuild([target])  # the path the watcher reports: the file itself
+    assert result.files == build_files(content, theme)[0]
+    assert b"(through a link)" in result.files["labs/alpha/index.html"]
+    assert "alpha" in result.labs_changed
+
+
 def test_cards_are_rendered_again_when_what_the_theme_shows_of_a_lab_changes(three_labs):
     """The index and topic pages are kept across a rebuild only while everything they read of the
     changed labs is the same, whatever a custom theme's card shows (here: the tagline as well)."""
