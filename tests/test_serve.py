@@ -627,6 +627,23 @@ def test_a_special_file_appearing_while_serving_is_refused_and_ctrl_c_still_stop
     assert time.monotonic() - started < 2
 
 
+def test_editing_another_labs_markdown_a_lab_links_to_rebuilds_both_while_serving(start_server, tmp_path):
+    content = copy_content(tmp_path / "in", ("alpha", "beta"))
+    (content / "labs/alpha/gist.md").unlink()
+    (content / "labs/alpha/gist.md").symlink_to("../beta/gist.md")
+    server = start_server(content, tmp_path / "out/site")
+    for word in ("borrowed", "borrowed again"):  # the first edit may fall into the rescan after the first build
+        seen = len(server.out)
+        edit(content / "labs/beta/gist.md", "At the first layer", f"At the first layer, {word},")
+        _await(lambda: any("→ rebuilt 2 labs" in line for line in server.out[seen:]), timeout=30,
+               what=f"both labs rebuilt: {server.out}")
+    assert re.search(r"^changed content/labs/beta/gist\.md → rebuilt 2 labs", server.out[-1])
+    for slug in ("alpha", "beta"):
+        status, _, body = server.request(f"/labs/{slug}/")
+        assert status == 200 and b"At the first layer, borrowed again," in body
+    assert server.interrupt() == 0
+
+
 def test_binding_beyond_loopback_warns_loudly(start_server, tmp_path):
     server = start_server(copy_content(tmp_path), tmp_path / "site", "--host", "0.0.0.0")
     server.wait_for(r"^WARNING: serving on 0\.0\.0\.0: anyone who can reach this machine")
