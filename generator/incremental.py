@@ -155,6 +155,15 @@ class SiteBuilder:
                 site, slugs = True, None
         return site, theme, slugs
 
+    def paths_read(self, changed: Iterable[Path | str] | None) -> list[Path]:
+        """The files and folders a :meth:`rebuild` after ``changed`` may read (to check them first)."""
+        site, theme, slugs = self._classify(changed)
+        if slugs is None:
+            paths = [self.content_dir]
+        else:
+            paths = [self.content_dir / "site.yaml"] + [self.content_dir / "labs" / slug for slug in sorted(slugs)]
+        return paths + ([self.theme_dir] if theme and self.theme_dir is not None else [])
+
     def _linking_to(self, path: Path) -> list[str]:
         """The labs whose folders reach ``path`` (or a file beside it) through a symbolic link."""
         real = os.path.realpath(path)

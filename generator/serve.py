@@ -45,22 +45,24 @@ _SPECIAL_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"
                   (stat.S_ISSOCK, "a socket"))
 
 
-def special_files(folders: Iterable[Path], root: Path | None = None) -> list[Diagnostic]:
-    """Every FIFO, device or socket below ``folders``, or symbolic link to one, as an error; none
-    is opened (reading a FIFO waits for a writer forever, reading /dev/zero never ends).
+def special_files(paths: Iterable[Path], root: Path | None = None) -> list[Diagnostic]:
+    """Every FIFO, device or socket among ``paths`` and below those that are folders, or symbolic
+    link to one, as an error; none is opened (reading a FIFO waits for a writer forever, reading
+    /dev/zero never ends).
 
     A build reads only regular files; this refuses the others before the build looks at them.
     Folders are walked without following links; links are followed one step to see what they
     name."""
     found = []
-    for folder in folders:
-        for dirpath, dirnames, filenames in os.walk(folder):
+    for top in paths:
+        walked = os.walk(top) if os.path.isdir(top) else [(os.path.dirname(top), [], [os.path.basename(top)])]
+        for dirpath, _, filenames in walked:
             for name in sorted(filenames):
                 path = Path(dirpath, name)
                 try:
                     mode = path.stat().st_mode
                 except OSError:
-                    continue  # a dangling link or a file gone again: the loader says so if it matters
+                    continue  # missing, a dangling link, gone again: the loader says so if it matters
                 what = next((w for test, w in _SPECIAL_KINDS if test(mode)), None)
                 if what is not None:
                     shown = display_path(path.parent, root) + "/" + name
@@ -100,6 +102,7 @@ class DevServer:
         self._observer = None
         self._mirror: Mirror | None = None
         self._failing = False
+        self._owed: set[str] | None = set()  # changes a refused build left for the next (None: all)
         self._errors_printed: list[dict] = []  # the last errors shown in the terminal
         self._root = self.content.resolve().parent  # paths are shown from here, as diagnostics are
 
@@ -185,10 +188,16 @@ class DevServer:
     def run_build(self, batch: set[str] | None, map_labs: Callable = map) -> Rebuild | None:
         """Build; publish the result, or the errors while the last good site stays served."""
         what = "the site" if not batch else _describe(batch, self._root)
+        if batch is None or self._owed is None:  # what a refused build did not look at is owed
+            batch = None
+        else:
+            batch = batch | self._owed
         try:
-            special = special_files([self.content] + ([self.theme] if self.theme else []), self._root)
+            special = special_files(self.builder.paths_read(batch), self._root)
             if special:
+                self._owed = None if batch is None else batch
                 raise ContentError(special)
+            self._owed = set()
             result = self.builder.rebuild(batch, map_labs)
         except ContentError as exc:
             shown = cap_per_file(exc.diagnostics)  # at most 20 a file, then "… and N more"

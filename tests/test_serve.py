@@ -644,6 +644,22 @@ def test_editing_another_labs_markdown_a_lab_links_to_rebuilds_both_while_servin
     assert server.interrupt() == 0
 
 
+def test_a_refused_special_file_does_not_lose_the_edits_saved_with_it(tmp_path):
+    content = copy_content(tmp_path, ("alpha", "beta"))
+    warned: list[str] = []
+    server = DevServer(content, THEME, None, report=lambda _: None, warn=warned.append)
+    assert server.run_build(None) is not None
+    gist = edit(content / "labs/alpha/gist.md", "At the first layer", "At the first layer, kept,")
+    pipe = content / "labs/beta/pipe.md"
+    os.mkfifo(pipe)
+    assert server.run_build({str(gist), str(pipe)}) is None  # refused: the FIFO is never opened
+    assert any(re.search(r"labs/beta/pipe\.md:1:1: error: not a regular file \(a FIFO\)", w) for w in warned)
+    assert b"kept," not in server.live.files["labs/alpha/index.html"]  # the last good site stays served
+    pipe.unlink()
+    result = server.run_build({str(pipe)})  # only the FIFO's removal is reported now
+    assert result is not None and b"At the first layer, kept," in result.files["labs/alpha/index.html"]
+
+
 def test_binding_beyond_loopback_warns_loudly(start_server, tmp_path):
     server = start_server(copy_content(tmp_path), tmp_path / "site", "--host", "0.0.0.0")
     server.wait_for(r"^WARNING: serving on 0\.0\.0\.0: anyone who can reach this machine")
