@@ -34,6 +34,7 @@ from generator.incremental import Rebuild, SiteBuilder
 from generator.serve_http import LiveHTTPServer, LiveSite, build_error_json, diagnostic_json, is_loopback
 from generator.serve_mirror import Mirror
 from generator.serve_watch import RESCAN, ChangeQueue, watch
+from generator.source import walk_once
 from generator.workers import lab_pool
 
 log = logging.getLogger(__name__)
@@ -51,11 +52,10 @@ def special_files(paths: Iterable[Path], root: Path | None = None) -> list[Diagn
     /dev/zero never ends).
 
     A build reads only regular files; this refuses the others before the build looks at them.
-    Folders are walked without following links; links are followed one step to see what they
-    name."""
+    Folders are walked as the build walks them (following links, each real folder once)."""
     found = []
     for top in paths:
-        walked = os.walk(top) if os.path.isdir(top) else [(os.path.dirname(top), [], [os.path.basename(top)])]
+        walked = walk_once(top) if os.path.isdir(top) else [(os.path.dirname(top), [], [os.path.basename(top)])]
         for dirpath, _, filenames in walked:
             for name in sorted(filenames):
                 path = Path(dirpath, name)

@@ -650,10 +650,12 @@ def test_a_refused_special_file_does_not_lose_the_edits_saved_with_it(tmp_path):
     server = DevServer(content, THEME, None, report=lambda _: None, warn=warned.append)
     assert server.run_build(None) is not None
     gist = edit(content / "labs/alpha/gist.md", "At the first layer", "At the first layer, kept,")
-    pipe = content / "labs/beta/pipe.md"
+    (content / "shared").mkdir()
+    (content / "labs/beta/shared").symlink_to("../../shared", target_is_directory=True)
+    pipe = content / "shared/pipe.md"  # reached through beta's link to the folder
     os.mkfifo(pipe)
-    assert server.run_build({str(gist), str(pipe)}) is None  # refused: the FIFO is never opened
-    assert any(re.search(r"labs/beta/pipe\.md:1:1: error: not a regular file \(a FIFO\)", w) for w in warned)
+    assert server.run_build({str(gist), str(content / "labs/beta/shared")}) is None  # refused, never opened
+    assert any(re.search(r"content/shared/pipe\.md:1:1: error: not a regular file \(a FIFO\)", w) for w in warned)
     assert b"kept," not in server.live.files["labs/alpha/index.html"]  # the last good site stays served
     pipe.unlink()
     result = server.run_build({str(pipe)})  # only the FIFO's removal is reported now
