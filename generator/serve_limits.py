@@ -79,6 +79,7 @@ class LimitedHTTPServer(ThreadingHTTPServer):
         self.request_timeout = request_timeout
         self._lock = threading.Lock()
         self._conns: dict[socket.socket, _Conn] = {}
+        self.streams_refused = 0  # event streams answered 503 (the pages ask again later)
         super().__init__(address, handler)
 
     # -- counting --------------------------------------------------------------------------
@@ -138,6 +139,7 @@ class LimitedHTTPServer(ThreadingHTTPServer):
         with self._lock:
             conn = self._conns.get(request)
             if conn is None or sum(c.state == "stream" for c in self._conns.values()) >= self.max_streams:
+                self.streams_refused += 1
                 return False
             conn.state = "stream"
             return True

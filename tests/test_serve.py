@@ -776,10 +776,11 @@ def http_server():
     idle timeout; ``http_server(max_connections=3)`` for another limit."""
     servers = []
 
-    def start(max_connections: int = 64) -> LiveHTTPServer:
+    def start(max_connections: int = 64, max_streams: int = 64) -> LiveHTTPServer:
         live = LiveSite()
         live.publish({"index.html": b"<html><body>hi</body></html>", "404.html": b"<html><body>no</body></html>"})
-        server = LiveHTTPServer(("127.0.0.1", 0), live, max_connections=max_connections, request_timeout=0.5)
+        server = LiveHTTPServer(("127.0.0.1", 0), live, max_connections=max_connections, request_timeout=0.5,
+                                max_streams=max_streams)
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         servers.append((server, thread))
@@ -963,3 +964,19 @@ def test_64_slow_senders_and_64_open_pages_leave_room_for_a_request(http_server,
     _await(lambda: server.counts() == (64, 64), what="64 slow connections and 64 streams held")
     _answered_within(server, 2)
     assert threading.active_count() < 200
+
+
+def test_a_page_refused_a_live_reload_stream_asks_again_later(http_server, crowd, browser):
+    server = http_server(max_streams=1)
+    held = crowd.stream(server)
+    host, port = server.server_address[:2]
+    page = open_page(browser, f"http://{host}:{port}/")
+    try:
+        _await(lambda: server.streams_refused == 1, what="the page's stream refused")
+        held.close()
+        server.live.publish(None, [{"path": "content/site.yaml", "line": 1, "column": 1, "message": "late",
+                                    "source_line": ""}])
+        page.wait_for_selector("#labs-error-overlay", timeout=15_000)  # it asked again and was told
+        assert page.violations == []
+    finally:
+        page.close()
