@@ -170,9 +170,10 @@ class SiteBuilder:
         near = (real, os.path.dirname(real))
         return [slug for slug, linked in self._linked.items() if any(p in linked for p in near)]
 
-    def _lab_digest(self, folder: Path, slug: str) -> str:
-        """The digest of the lab's files, noting the ones its links lead to outside its folder."""
-        files = _files_under(folder)
+    def _lab_digest(self, folder: Path, slug: str, content: Path) -> str:
+        """The digest of the lab's files (under the file policy of ``content``), noting the ones
+        its links lead to outside its folder."""
+        files = _files_under(folder, content)
         own = os.path.realpath(folder)
         linked = set()
         for _, path in files:
@@ -199,7 +200,7 @@ class SiteBuilder:
                     rescan: bool) -> tuple[str, _LabEntry | None]:
         """The lab folder's digest, and its entry if its files, topics and link answers are unchanged."""
         entry = self._labs.get(slug)
-        digest = self._lab_digest(source.root / "labs" / slug, slug) if entry is None or rescan else entry.digest
+        digest = self._lab_digest(source.root / "labs" / slug, slug, source.root) if entry is None or rescan else entry.digest
         if (entry is not None and entry.digest == digest and entry.topics == topics
                 and all(source.links.problem(href) == answer for href, answer in entry.asked.items())):
             return digest, entry
