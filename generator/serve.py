@@ -19,7 +19,6 @@ import gc
 import logging
 import os
 import signal
-import stat
 import threading
 import time
 import traceback
@@ -30,11 +29,11 @@ from typing import Any
 
 from generator import sitefolder
 from generator.errors import BuildError, ContentError, Diagnostic, cap_per_file, display_path
+from generator.filepolicy import regular_problem, walk_once
 from generator.incremental import Rebuild, SiteBuilder
 from generator.serve_http import LiveHTTPServer, LiveSite, build_error_json, diagnostic_json, is_loopback
 from generator.serve_mirror import Mirror
 from generator.serve_watch import RESCAN, ChangeQueue, watch
-from generator.source import walk_once
 from generator.workers import lab_pool
 
 log = logging.getLogger(__name__)
@@ -42,32 +41,19 @@ log = logging.getLogger(__name__)
 
 STOP_SECONDS = 1.5  # Ctrl-C stops within this long, even with a rebuild under way
 
-_SPECIAL_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                  (stat.S_ISSOCK, "a socket"))
-
-
 def special_files(paths: Iterable[Path], root: Path | None = None) -> list[Diagnostic]:
     """Every FIFO, device or socket among ``paths`` and below those that are folders, or symbolic
-    link to one, as an error; none is opened (reading a FIFO waits for a writer forever, reading
-    /dev/zero never ends).
-
-    A build reads only regular files; this refuses the others before the build looks at them.
-    Folders are walked as the build walks them (following links, each real folder once)."""
+    link to one, as the file policy's error (:func:`generator.filepolicy.regular_problem`); none
+    is opened. Checked before a rebuild reads anything, so nothing the build or its cache does
+    can block on one; folders are walked as the build walks them."""
     found = []
     for top in paths:
         walked = walk_once(top) if os.path.isdir(top) else [(os.path.dirname(top), [], [os.path.basename(top)])]
         for dirpath, _, filenames in walked:
             for name in sorted(filenames):
-                path = Path(dirpath, name)
-                try:
-                    mode = path.stat().st_mode
-                except OSError:
-                    continue  # missing, a dangling link, gone again: the loader says so if it matters
-                what = next((w for test, w in _SPECIAL_KINDS if test(mode)), None)
-                if what is not None:
-                    shown = display_path(path.parent, root) + "/" + name
-                    found.append(Diagnostic(shown, 1, 1, f"not a regular file ({what}); labs reads only "
-                                                         "regular files (and links to them): remove it"))
+                problem = regular_problem(Path(dirpath, name), root)
+                if problem is not None:
+                    found.append(problem)
     return found
 
 
