@@ -845,8 +845,12 @@ def test_beyond_the_limit_the_longest_waiting_connection_makes_room_and_threads_
         _await(lambda: server.counts()[0] == 3, what="3 slots held")
         got = _exchange(server, b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", wait=2)
         assert _headers(got)[0] == 200
-        assert idle[0].recv(4096) == b""  # the oldest was closed to make room
-        assert server.counts()[0] <= 3 and threading.active_count() <= before + 3
+        try:
+            assert idle[0].recv(4096) == b""  # the oldest was closed to make room
+        except ConnectionResetError:  # closed before its thread read what it had sent
+            pass
+        assert server.counts()[0] <= 3
+        _await(lambda: threading.active_count() <= before + 3, what="the evicted and answered threads gone")
     finally:
         for s in idle:
             s.close()
