@@ -9,7 +9,9 @@ which files changed, redoes the least work that still gives byte-for-byte the sa
 load     ``site.yaml`` is read again when it or the list of lab folders changed. A lab is kept
          with a SHA-256 of every file in its folder, the topic slugs it was validated against
          and the answer to every ``lab:``/``topic:`` link check it made; it is read again only
-         when one of those changed.
+         when one of those changed. A file reached through a symbolic link in the lab's folder
+         (``content/shared/``, another lab's Markdown) counts as the lab's own: a change to it
+         is a change to every lab that links to it.
 compute  ``compute_lab`` (the lab kind's NumPy precomputation and its checks) is cached by a
          hash of what it reads, as its kind declares (``LabKind.compute_inputs``: the kind's
          spec, its own quiz questions, the options, and the bytes of any file it reads).
@@ -119,6 +121,7 @@ class SiteBuilder:
         self._source: SiteSource | None = None
         self._source_key: tuple = ()
         self._labs: dict[str, _LabEntry] = {}
+        self._linked: dict[str, frozenset[str]] = {}  # slug -> real paths its folder links to
         self._computed: dict[str, tuple[dict, tuple[Diagnostic, ...]]] = {}
         self._theme: Theme | None = None
         self._theme_digest: str | None = None
@@ -140,6 +143,8 @@ class SiteBuilder:
                 continue
             if not path.is_relative_to(self._content_abs):
                 continue
+            if slugs is not None:
+                slugs.update(self._linking_to(path))
             parts = path.relative_to(self._content_abs).parts
             if parts == ("site.yaml",):
                 site = True
@@ -149,6 +154,34 @@ class SiteBuilder:
             elif parts in ((), ("labs",)):  # the folders themselves were moved or replaced
                 site, slugs = True, None
         return site, theme, slugs
+
+    def paths_read(self, changed: Iterable[Path | str] | None) -> list[Path]:
+        """The files and folders a :meth:`rebuild` after ``changed`` may read (to check them first)."""
+        site, theme, slugs = self._classify(changed)
+        if slugs is None:
+            paths = [self.content_dir]
+        else:
+            paths = [self.content_dir / "site.yaml"] + [self.content_dir / "labs" / slug for slug in sorted(slugs)]
+        return paths + ([self.theme_dir] if theme and self.theme_dir is not None else [])
+
+    def _linking_to(self, path: Path) -> list[str]:
+        """The labs whose folders reach ``path`` (or a file beside it) through a symbolic link."""
+        real = os.path.realpath(path)
+        near = (real, os.path.dirname(real))
+        return [slug for slug, linked in self._linked.items() if any(p in linked for p in near)]
+
+    def _lab_digest(self, folder: Path, slug: str, content: Path) -> str:
+        """The digest of the lab's files (under the file policy of ``content``), noting the ones
+        its links lead to outside its folder."""
+        files = _files_under(folder, content)
+        own = os.path.realpath(folder)
+        linked = set()
+        for _, path in files:
+            real = os.path.realpath(path)
+            if not real.startswith(own + os.sep):
+                linked.update((real, os.path.dirname(real)))
+        self._linked[slug] = frozenset(linked)
+        return _digest(files)
 
     # -- load -------------------------------------------------------------------------
     def _load_source(self, rescan: bool) -> SiteSource:
@@ -167,7 +200,7 @@ class SiteBuilder:
                     rescan: bool) -> tuple[str, _LabEntry | None]:
         """The lab folder's digest, and its entry if its files, topics and link answers are unchanged."""
         entry = self._labs.get(slug)
-        digest = _digest(_files_under(source.root / "labs" / slug)) if entry is None or rescan else entry.digest
+        digest = self._lab_digest(source.root / "labs" / slug, slug, source.root) if entry is None or rescan else entry.digest
         if (entry is not None and entry.digest == digest and entry.topics == topics
                 and all(source.links.problem(href) == answer for href, answer in entry.asked.items())):
             return digest, entry
@@ -179,6 +212,7 @@ class SiteBuilder:
         source = self._load_source(site_touched or slugs_touched is None)
         for gone in set(self._labs) - set(source.order):
             del self._labs[gone]
+            self._linked.pop(gone, None)
         topics = tuple(t.slug for t in source.site.topics)
         todo: list[tuple[str, str]] = []
         for slug in source.order:

@@ -75,16 +75,24 @@
   }
 
   if (!window.EventSource) return;
-  var source = new EventSource("/__labs__/events?path=" + encodeURIComponent(location.pathname) +
-                               "&etag=" + encodeURIComponent(etag));
-  source.onmessage = function (event) {
-    var state;
-    try { state = JSON.parse(event.data); } catch (e) { return; }
-    if (state.reload) {
-      source.close();
-      location.reload();
-      return;
-    }
-    draw(state.errors || []);
-  };
+  function listen() {
+    var source = new EventSource("/__labs__/events?path=" + encodeURIComponent(location.pathname) +
+                                 "&etag=" + encodeURIComponent(etag));
+    source.onmessage = function (event) {
+      var state;
+      try { state = JSON.parse(event.data); } catch (e) { return; }
+      if (state.reload) {
+        source.close();
+        location.reload();
+        return;
+      }
+      draw(state.errors || []);
+    };
+    source.onerror = function () {
+      // Refused (the server keeps a limited number of pages listening): ask again in a while.
+      // A dropped connection is retried by the browser itself.
+      if (source.readyState === EventSource.CLOSED) setTimeout(listen, 3000);
+    };
+  }
+  listen();
 })();

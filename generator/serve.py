@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import signal
 import threading
+import time
 import traceback
 import webbrowser
 from collections.abc import Callable, Iterable, Mapping
@@ -26,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from generator import sitefolder
-from generator.errors import BuildError, ContentError, cap_per_file, display_path
+from generator.errors import BuildError, ContentError, Diagnostic, cap_per_file, display_path
+from generator.filepolicy import regular_problem, walk_once
 from generator.incremental import Rebuild, SiteBuilder
 from generator.serve_http import LiveHTTPServer, LiveSite, build_error_json, diagnostic_json, is_loopback
 from generator.serve_mirror import Mirror
@@ -34,6 +37,24 @@ from generator.serve_watch import RESCAN, ChangeQueue, watch
 from generator.workers import lab_pool
 
 log = logging.getLogger(__name__)
+
+
+STOP_SECONDS = 1.5  # Ctrl-C stops within this long, even with a rebuild under way
+
+def special_files(paths: Iterable[Path], root: Path | None = None) -> list[Diagnostic]:
+    """Every FIFO, device or socket among ``paths`` and below those that are folders, or symbolic
+    link to one, as the file policy's error (:func:`generator.filepolicy.regular_problem`); none
+    is opened. Checked before a rebuild reads anything, so nothing the build or its cache does
+    can block on one; folders are walked as the build walks them."""
+    found = []
+    for top in paths:
+        walked = walk_once(top) if os.path.isdir(top) else [(os.path.dirname(top), [], [os.path.basename(top)])]
+        for dirpath, _, filenames in walked:
+            for name in sorted(filenames):
+                problem = regular_problem(Path(dirpath, name), root)
+                if problem is not None:
+                    found.append(problem)
+    return found
 
 
 def _plural(n: int, word: str) -> str:
@@ -67,6 +88,7 @@ class DevServer:
         self._observer = None
         self._mirror: Mirror | None = None
         self._failing = False
+        self._owed: set[str] | None = set()  # changes a refused build left for the next (None: all)
         self._errors_printed: list[dict] = []  # the last errors shown in the terminal
         self._root = self.content.resolve().parent  # paths are shown from here, as diagnostics are
 
@@ -94,7 +116,9 @@ class DevServer:
         return self.url
 
     def stop(self) -> None:
-        """Stop watching, finish the rebuild under way, close connections, flush the disk copy."""
+        """Stop watching, close connections, let the rebuild under way and the disk copy finish,
+        but within :data:`STOP_SECONDS` (the threads left are daemons: they end with the process)."""
+        deadline = time.monotonic() + STOP_SECONDS
         if self._observer is not None:
             self._observer.stop()
         self.changes.close()
@@ -103,12 +127,10 @@ class DevServer:
             if any(t.name == "labs-http" for t in self._threads):
                 self._httpd.shutdown()
             self._httpd.server_close()
-        for t in self._threads:
-            t.join()
-        if self._observer is not None:
-            self._observer.join()
-        if self._mirror is not None:
-            self._mirror.close()
+        for t in self._threads + ([self._observer] if self._observer is not None else []):
+            t.join(max(0.0, deadline - time.monotonic()))
+        if self._mirror is not None and not self._mirror.close(max(0.0, deadline - time.monotonic())):
+            self.warn("stopped before the site was written to disk; the next build writes it")
 
     def _spawn(self, name: str, target: Callable[[], None]) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -152,7 +174,16 @@ class DevServer:
     def run_build(self, batch: set[str] | None, map_labs: Callable = map) -> Rebuild | None:
         """Build; publish the result, or the errors while the last good site stays served."""
         what = "the site" if not batch else _describe(batch, self._root)
+        if batch is None or self._owed is None:  # what a refused build did not look at is owed
+            batch = None
+        else:
+            batch = batch | self._owed
         try:
+            special = special_files(self.builder.paths_read(batch), self._root)
+            if special:
+                self._owed = None if batch is None else batch
+                raise ContentError(special)
+            self._owed = set()
             result = self.builder.rebuild(batch, map_labs)
         except ContentError as exc:
             shown = cap_per_file(exc.diagnostics)  # at most 20 a file, then "… and N more"

@@ -7,8 +7,9 @@ reloads the page when what it shows changed, or draws the build's errors over it
 this reaches what ``labs build`` writes.
 
 The server is for one author on one machine: it answers only requests addressed to this machine
-by name when bound to loopback, closes a connection idle for :data:`REQUEST_TIMEOUT_SECONDS`,
-serves at most :data:`MAX_CONNECTIONS` at once, and sends the site's security headers on every
+by name when bound to loopback, closes a connection whose request has not arrived whole within
+:data:`REQUEST_TIMEOUT_SECONDS`, caps requests and live-reload streams separately
+(:mod:`generator.serve_limits`), and sends the site's security headers on every
 response, the HTTP layer's own errors included.
 """
 
@@ -24,12 +25,14 @@ import socket
 import socketserver
 import sys
 import threading
+import time
 from collections.abc import Iterable, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from generator.errors import BuildError, Diagnostic, MoreErrors
+from generator.serve_limits import STREAM_CHECK_SECONDS, LimitedHandlerMixin, LimitedHTTPServer, peer_gone
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +47,13 @@ SECURITY_HEADERS = (
     ("X-Frame-Options", "DENY"),
     ("Referrer-Policy", "no-referrer"),
 )
-REQUEST_TIMEOUT_SECONDS = 10  # a connection that sends nothing for this long is closed
-MAX_CONNECTIONS = 64  # connections served at once (each is a thread); more are closed at once
+REQUEST_TIMEOUT_SECONDS = 10  # a request (line and headers) must arrive whole within this long
+MAX_CONNECTIONS = 64  # request slots (each a thread); see generator.serve_limits
+MAX_STREAMS = 64  # live-reload streams open at once, on top of the request slots
 PREFIX = "/__labs__/"
 EVENTS_PATH = PREFIX + "events"
 RELOAD_PATH = PREFIX + "reload.js"
-# An idle event stream sends a comment this often, so dead connections are noticed.
+# An idle event stream sends a comment this often, so proxies and browsers keep it open.
 HEARTBEAT_SECONDS = 10.0
 
 CONTENT_TYPES = {
@@ -215,17 +219,13 @@ class LiveSite:
             return self.etag(key, files[key])
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(LimitedHandlerMixin, BaseHTTPRequestHandler):
     server: LiveHTTPServer
     server_version = "labs-serve"
     sys_version = ""
     # HTTP/0.9 answers have no status line and no headers, so not even an error would carry the
     # security headers: a request line that cannot be read is answered as HTTP/1.0.
     default_request_version = "HTTP/1.0"
-
-    def setup(self) -> None:
-        self.timeout = self.server.request_timeout  # set on the socket: no idle connection forever
-        super().setup()
 
     def end_headers(self) -> None:
         """Every response carries the security headers, the HTTP layer's own errors included."""
@@ -298,62 +298,49 @@ class _Handler(BaseHTTPRequestHandler):
     def _events(self, query: dict[str, list[str]]) -> None:
         """Server-sent events: one JSON message whenever what this page should show changes."""
         live = self.server.live
+        if not self.server.become_stream(self.request):
+            self.close_connection = True
+            return self._send(503, TEXT, b"too many live-reload streams open\n", True)
         page = query.get("path", ["/"])[0]
         etag = query.get("etag", [""])[0]
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.end_headers()
         self.wfile.write(b"retry: 500\n\n")
-        seen, last = -1, None
+        self.wfile.flush()
+        seen, last, beat = -1, None, time.monotonic()
         while True:
-            news = live.wait(seen, HEARTBEAT_SECONDS)
-            if news is None:
+            news = live.wait(seen, STREAM_CHECK_SECONDS)
+            if news is None or peer_gone(self.connection):
+                self.close_connection = True
                 return
-            changed = news[0] != seen
-            seen, errors = news
-            state = {"reload": live.page_etag(page) != etag, "errors": errors}
-            if changed and state != last:
-                self.wfile.write(b"data: " + json.dumps(state, sort_keys=True).encode() + b"\n\n")
-                last = state
-            else:
+            if news[0] != seen:
+                seen, errors = news
+                state = {"reload": live.page_etag(page) != etag, "errors": errors}
+                if state != last:
+                    self.wfile.write(b"data: " + json.dumps(state, sort_keys=True).encode() + b"\n\n")
+                    self.wfile.flush()
+                    last, beat = state, time.monotonic()
+            if time.monotonic() - beat >= HEARTBEAT_SECONDS:
                 self.wfile.write(b": ping\n\n")
-            self.wfile.flush()
+                self.wfile.flush()
+                beat = time.monotonic()
 
 
-class LiveHTTPServer(ThreadingHTTPServer):
+class LiveHTTPServer(LimitedHTTPServer):
     """Serves a :class:`LiveSite` on ``address`` (port 0: a free one), one thread per connection,
-    at most ``max_connections`` at once, each closed after ``request_timeout`` seconds idle."""
+    with at most ``max_connections`` request slots and ``max_streams`` live-reload streams
+    (:mod:`generator.serve_limits`); a request must arrive whole within ``request_timeout``."""
 
-    daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 64
 
     def __init__(self, address: tuple[str, int], live: LiveSite, max_connections: int = MAX_CONNECTIONS,
-                 request_timeout: float = REQUEST_TIMEOUT_SECONDS):
+                 request_timeout: float = REQUEST_TIMEOUT_SECONDS, max_streams: int = MAX_STREAMS):
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self.live = live
         self.loopback_only = is_loopback(address[0])
-        self.request_timeout = request_timeout
-        self._slots = threading.BoundedSemaphore(max_connections)
-        super().__init__(address, _Handler)
-
-    def process_request(self, request, client_address) -> None:
-        """A flood of half-sent requests cannot grow threads without end: beyond the limit a
-        connection is closed at once (and each times out)."""
-        if not self._slots.acquire(blocking=False):
-            self.shutdown_request(request)
-            return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._slots.release()
-            raise
-
-    def process_request_thread(self, request, client_address) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
+        super().__init__(address, _Handler, max_connections, max_streams, request_timeout)
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind asks DNS for our own name (socket.getfqdn), which can stall

@@ -42,12 +42,13 @@ class Mirror:
             self._due = time.monotonic() + (0 if now else self.delay)
             self._cond.notify_all()
 
-    def close(self) -> None:
-        """Write what is pending now, then stop."""
+    def close(self, timeout: float | None = None) -> bool:
+        """Write what is pending now, then stop; False if that took longer than ``timeout``."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-        self._thread.join()
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
 
     def _run(self) -> None:
         while True:

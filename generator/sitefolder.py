@@ -3,7 +3,9 @@
 A build never leaves a half-written site: :func:`site_folder` gives a new, empty folder beside
 the output, marked as ours (:data:`MARKER`), and swaps it in for the output in one step where the
 OS can (Linux ``renameat2``), in two renames elsewhere, only when the block that writes it ends
-without an exception. A build killed on the way leaves ``.NAME-new-PID-*`` or ``.NAME-old-PID-*``
+without an exception. A build stopped by SIGTERM or Ctrl-C (SIGINT) removes its new folder
+before it exits (one stopped during the swap finishes the swap first). A build killed (SIGKILL)
+on the way leaves ``.NAME-new-PID-*`` or ``.NAME-old-PID-*``
 folders beside the output, which the next one removes (:func:`clean_litter`), putting the
 previous site back first if the kill fell between the two renames. A folder that does not carry
 our marker is never replaced (:func:`guard_output`).
@@ -15,7 +17,9 @@ import logging
 import os
 import re
 import shutil
+import signal
 import sys
+import threading
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
@@ -31,11 +35,12 @@ MARKER_TEXT = b"Built by Attention Labs (labs build). This folder is replaced by
 
 
 def pause_for_tests(point: str) -> None:
-    """Hold the build at ``point`` when ``LABS_TEST_PAUSE_AT`` names it, after saying so on
-    stderr: the crash-safety tests SIGKILL a real build there."""
+    """Hold the build at ``point`` when ``LABS_TEST_PAUSE_AT`` names it (for
+    ``LABS_TEST_PAUSE_SECONDS``, 60 by default), after saying so on stderr: the crash-safety
+    tests kill or stop a real build there."""
     if os.environ.get("LABS_TEST_PAUSE_AT") == point:
         os.write(2, f"paused at {point}\n".encode())
-        time.sleep(60)
+        time.sleep(float(os.environ.get("LABS_TEST_PAUSE_SECONDS", "60")))
 
 
 def guard_output(output: Path, content_dir: Path, theme_dir: Path | None) -> None:
@@ -104,7 +109,7 @@ def clean_litter(output: Path) -> None:
 
 def _exchange(a: Path, b: Path) -> bool:
     """Swap two paths in one step (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
-    if not sys.platform.startswith("linux"):
+    if not sys.platform.startswith("linux") or os.environ.get("LABS_TEST_NO_EXCHANGE"):
         return False
     try:
         import ctypes
@@ -133,20 +138,73 @@ def write_site(files: dict[str, bytes], output: Path) -> None:
         write_files(tmp, files)
 
 
+class _Stopping:
+    """While a site folder is open in the main thread: SIGTERM raises SystemExit(128 + 15) and
+    Ctrl-C KeyboardInterrupt, as anywhere in Python, so the folder is removed on the way out;
+    during the swap (:meth:`critical`) either waits until the swap is done."""
+
+    def __init__(self) -> None:
+        self.pending: int | None = None
+        self.in_swap = False
+        self.previous: dict[int, object] = {}
+
+    def __enter__(self) -> _Stopping:
+        if threading.current_thread() is threading.main_thread():
+            self.previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, self._on_signal)
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not if someone else handles it
+                self.previous[signal.SIGINT] = signal.signal(signal.SIGINT, self._on_signal)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+        if self.pending is not None and exc[0] is None:
+            self._raise(self.pending)
+
+    def _on_signal(self, signum: int, frame) -> None:
+        if self.in_swap:
+            self.pending = signum
+        else:
+            self._raise(signum)
+
+    @staticmethod
+    def _raise(signum: int) -> None:
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + signum)
+
+    @contextmanager
+    def critical(self):
+        self.in_swap = True
+        try:
+            yield
+        finally:
+            self.in_swap = False
+
+
 @contextmanager
 def site_folder(output: Path):
     """A new, empty site folder beside ``output`` (holding only our marker) to write the site into;
-    swapped in for ``output`` when the block ends without an exception, removed if it raises."""
+    swapped in for ``output`` when the block ends without an exception, removed if it raises or
+    the build is stopped by SIGTERM or Ctrl-C."""
     output = Path(output)
     parent = output.resolve().parent
     parent.mkdir(parents=True, exist_ok=True)
     clean_litter(output)
+    with _Stopping() as stopping:
+        with _removed_unless_swapped(output, parent, stopping) as tmp:
+            yield tmp
+
+
+@contextmanager
+def _removed_unless_swapped(output: Path, parent: Path, stopping: _Stopping):
     tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}-new-{os.getpid()}-", dir=parent))
     try:
         (tmp / MARKER).write_bytes(MARKER_TEXT)  # first, so a killed build's folder is provably ours
         yield tmp
         os.chmod(tmp, 0o755)
-        _swap_in(tmp, output, parent)
+        with stopping.critical():
+            _swap_in(tmp, output, parent)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise BuildError(f"cannot write the site: {exc.strerror or exc}", display_path(output)) from None

@@ -423,6 +423,27 @@ def test_a_killed_build_leaves_no_stray_process_no_litter_and_the_site_intact(bi
     assert tree(project / "site") == before
 
 
+@pytest.mark.parametrize("point", ["compute", "write", "swap"])
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT"])
+def test_a_build_stopped_by_sigterm_or_ctrl_c_removes_its_new_folder_at_once(project, point, stop, monkeypatch):
+    import signal
+
+    build(project / "content", project / "theme", project / "site")
+    before = tree(project / "site")
+    if point == "swap":  # the two-rename swap (where the OS could exchange the folders in one step),
+        monkeypatch.setenv("LABS_TEST_NO_EXCHANGE", "1")  # which a signal waits for
+        monkeypatch.setenv("LABS_TEST_PAUSE_SECONDS", "2")
+    proc = _start_paused_build(project, point)
+    proc.send_signal(getattr(signal, stop))
+    out, err = proc.communicate(timeout=20)
+    assert b"Traceback" not in err, err
+    # stopped while writing: nothing swapped in, nothing left beside it; stopped mid-swap: the
+    # swap is finished first (the same site here), then the build stops
+    assert sorted(set(os.listdir(project)) - {".labs-cache"}) == ["content", "site", "theme"]
+    assert tree(project / "site") == before
+    assert proc.returncode == (130 if stop == "SIGINT" else 128 + signal.SIGTERM)
+
+
 def test_a_build_killed_between_the_two_renames_is_repaired_by_the_next(project):
     """Where the OS cannot exchange two folders in one step, the swap is two renames; a kill
     between them leaves no site, the previous one in .site-old-*: the next build puts it back."""

@@ -192,6 +192,41 @@ def test_rebuild_equals_full_build(three_labs, name, make_edit, computed, render
     assert result.changed == {p for p in set(first.files) | set(expected) if first.files.get(p) != expected.get(p)}
 
 
+def _link_to_shared_file(c):
+    (c / "shared").mkdir()
+    shutil.move(c / "labs/alpha/gist.md", c / "shared/gist.md")
+    (c / "labs/alpha/gist.md").symlink_to("../../shared/gist.md")
+    return c / "shared/gist.md"
+
+
+def _link_to_shared_folder(c):
+    (c / "shared").mkdir()
+    shutil.move(c / "labs/alpha/gist.md", c / "shared/gist.md")
+    (c / "labs/alpha/parts").symlink_to("../../shared", target_is_directory=True)
+    edit(c / "labs/alpha/lab.yaml", "file: gist.md", "file: parts/gist.md")
+    return c / "shared/gist.md"
+
+
+def _borrow_from_another_lab(c):
+    (c / "labs/alpha/gist.md").unlink()
+    (c / "labs/alpha/gist.md").symlink_to("../beta/gist.md")
+    return c / "labs/beta/gist.md"
+
+
+@pytest.mark.parametrize("link", [_link_to_shared_file, _link_to_shared_folder, _borrow_from_another_lab],
+                         ids=["file-link", "folder-link", "borrowed"])
+def test_editing_what_a_link_in_a_lab_points_to_rebuilds_that_lab(three_labs, link):
+    content, theme = three_labs
+    target = link(content)
+    builder = SiteBuilder(content, theme)
+    builder.rebuild()
+    edit(target, "At the first layer", "At the first layer (through a link)")
+    result = builder.rebuild([target])  # the path the watcher reports: the file itself
+    assert result.files == build_files(content, theme)[0]
+    assert b"(through a link)" in result.files["labs/alpha/index.html"]
+    assert "alpha" in result.labs_changed
+
+
 def test_cards_are_rendered_again_when_what_the_theme_shows_of_a_lab_changes(three_labs):
     """The index and topic pages are kept across a rebuild only while everything they read of the
     changed labs is the same, whatever a custom theme's card shows (here: the tagline as well)."""
@@ -567,6 +602,66 @@ def test_sigint_stops_cleanly_with_exit_0_and_no_temp_folders(start_server, tmp_
     assert server.out[-1] == "stopped"
 
 
+@pytest.mark.parametrize("make", ["fifo", "dev-zero-link"])
+def test_a_special_file_appearing_while_serving_is_refused_and_ctrl_c_still_stops(start_server, tmp_path, make):
+    content = copy_content(tmp_path / "in")
+    server = start_server(content, tmp_path / "out/site")
+    special = content / "labs/attention/notes.md"
+    if make == "fifo":
+        os.mkfifo(special)
+    else:
+        special.symlink_to("/dev/zero")
+    server.wait_for(r"^content/labs/attention/notes\.md:1:1: error: \S+ is (a named pipe \(FIFO\)|a character device)")
+    special.unlink()
+    edit(content / "labs/attention/gist.md", "At the first layer", "At the first layer, edited,")
+    server.wait_for(r"changed content/labs/attention/\S+( and 1 more)? → rebuilt 1 lab")  # later rebuilds still work
+    status, _, body = server.request("/labs/attention/")
+    assert status == 200 and b"At the first layer, edited," in body
+    if make == "fifo":
+        os.mkfifo(special)
+    else:
+        special.symlink_to("/dev/zero")
+    server.wait_for(r"notes\.md:1:1: error: .*not a regular file", timeout=30)
+    started = time.monotonic()
+    assert server.interrupt(timeout=5) == 0
+    assert time.monotonic() - started < 2
+
+
+def test_editing_another_labs_markdown_a_lab_links_to_rebuilds_both_while_serving(start_server, tmp_path):
+    content = copy_content(tmp_path / "in", ("alpha", "beta"))
+    (content / "labs/alpha/gist.md").unlink()
+    (content / "labs/alpha/gist.md").symlink_to("../beta/gist.md")
+    server = start_server(content, tmp_path / "out/site")
+    for word in ("borrowed", "borrowed again"):  # the first edit may fall into the rescan after the first build
+        seen = len(server.out)
+        edit(content / "labs/beta/gist.md", "At the first layer", f"At the first layer, {word},")
+        _await(lambda: any("→ rebuilt 2 labs" in line for line in server.out[seen:]), timeout=30,
+               what=f"both labs rebuilt: {server.out}")
+    assert re.search(r"^changed content/labs/beta/gist\.md → rebuilt 2 labs", server.out[-1])
+    for slug in ("alpha", "beta"):
+        status, _, body = server.request(f"/labs/{slug}/")
+        assert status == 200 and b"At the first layer, borrowed again," in body
+    assert server.interrupt() == 0
+
+
+def test_a_refused_special_file_does_not_lose_the_edits_saved_with_it(tmp_path):
+    content = copy_content(tmp_path, ("alpha", "beta"))
+    warned: list[str] = []
+    server = DevServer(content, THEME, None, report=lambda _: None, warn=warned.append)
+    assert server.run_build(None) is not None
+    gist = edit(content / "labs/alpha/gist.md", "At the first layer", "At the first layer, kept,")
+    (content / "shared").mkdir()
+    (content / "labs/beta/shared").symlink_to("../../shared", target_is_directory=True)
+    pipe = content / "shared/pipe.md"  # reached through beta's link to the folder
+    os.mkfifo(pipe)
+    assert server.run_build({str(gist), str(content / "labs/beta/shared")}) is None  # refused, never opened
+    assert any(re.search(r"content/shared/pipe\.md:1:1: error: \S+ is a named pipe \(FIFO\)", w) for w in warned)
+    assert b"kept," not in server.live.files["labs/alpha/index.html"]  # the last good site stays served
+    pipe.unlink()
+    result = server.run_build({str(pipe)})  # only the FIFO's removal is reported now
+    assert result is not None and b"At the first layer, kept," in result.files["labs/alpha/index.html"]
+
+
 def test_binding_beyond_loopback_warns_loudly(start_server, tmp_path):
     server = start_server(copy_content(tmp_path), tmp_path / "site", "--host", "0.0.0.0")
     server.wait_for(r"^WARNING: serving on 0\.0\.0\.0: anyone who can reach this machine")
@@ -681,10 +776,11 @@ def http_server():
     idle timeout; ``http_server(max_connections=3)`` for another limit."""
     servers = []
 
-    def start(max_connections: int = 64) -> LiveHTTPServer:
+    def start(max_connections: int = 64, max_streams: int = 64) -> LiveHTTPServer:
         live = LiveSite()
         live.publish({"index.html": b"<html><body>hi</body></html>", "404.html": b"<html><body>no</body></html>"})
-        server = LiveHTTPServer(("127.0.0.1", 0), live, max_connections=max_connections, request_timeout=0.5)
+        server = LiveHTTPServer(("127.0.0.1", 0), live, max_connections=max_connections, request_timeout=0.5,
+                                max_streams=max_streams)
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         servers.append((server, thread))
@@ -739,22 +835,152 @@ def test_an_idle_or_half_sent_connection_is_closed_after_the_timeout(http_server
     assert time.monotonic() - started < 5
 
 
-def test_connections_beyond_the_limit_are_closed_and_the_threads_stay_bounded(http_server):
+def test_beyond_the_limit_the_longest_waiting_connection_makes_room_and_threads_stay_bounded(http_server):
     server = http_server(max_connections=3)
     before = threading.active_count()
     idle = [socket.create_connection(server.server_address[:2], timeout=5) for _ in range(3)]
     try:
         for s in idle:
-            s.sendall(b"GET / HTTP/1.1\r\n")  # half-sent: each holds a thread until its timeout
-        time.sleep(0.1)
-        assert _exchange(server, b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n", wait=2) == b""  # turned away
-        assert threading.active_count() <= before + 3
+            s.sendall(b"GET / HTTP/1.1\r\n")  # half-sent: each holds a slot until its time is up
+        _await(lambda: server.counts()[0] == 3, what="3 slots held")
+        got = _exchange(server, b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", wait=2)
+        assert _headers(got)[0] == 200
+        try:
+            assert idle[0].recv(4096) == b""  # the oldest was closed to make room
+        except ConnectionResetError:  # closed before its thread read what it had sent
+            pass
+        assert server.counts()[0] <= 3
+        _await(lambda: threading.active_count() <= before + 3, what="the evicted and answered threads gone")
     finally:
         for s in idle:
             s.close()
-    for _ in range(50):  # the slots free up once the idle connections time out
-        got = _exchange(server, b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", wait=2)
-        if got:
-            break
-        time.sleep(0.1)
-    assert _headers(got)[0] == 200
+
+
+# -- slow senders and open pages cannot lock out requests ---------------------------------------
+
+@pytest.fixture
+def crowd():
+    """Sockets opened by a test, and a thread that trickles one byte of a request into each
+    ``slow`` one every ``interval`` seconds; all closed at the end."""
+    sockets: list[socket.socket] = []
+    slow: list[socket.socket] = []
+    stop = threading.Event()
+
+    def trickle(interval: float) -> None:
+        while not stop.wait(interval):
+            for s in list(slow):
+                try:
+                    s.send(b"X")
+                except OSError:
+                    slow.remove(s)
+
+    class Crowd:
+        def open(self, server, first: bytes = b"") -> socket.socket:
+            s = socket.create_connection(server.server_address[:2], timeout=5)
+            sockets.append(s)
+            if first:
+                s.sendall(first)
+            return s
+
+        def slow(self, server, n: int, interval: float) -> list[socket.socket]:
+            opened = [self.open(server, b"GET / HTTP/1.1\r\nX-Slow: ") for _ in range(n)]
+            slow.extend(opened)
+            thread = threading.Thread(target=trickle, args=(interval,), daemon=True)
+            thread.start()
+            threads.append(thread)
+            return opened
+
+        def stream(self, server) -> socket.socket:
+            s = self.open(server, b"GET /__labs__/events?path=/&etag=x HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            head = b""
+            while b"retry:" not in head:
+                chunk = s.recv(4096)
+                assert chunk, head
+                head += chunk
+            assert head.startswith(b"HTTP/1.0 200") or head.startswith(b"HTTP/1.1 200"), head
+            return s
+
+    threads: list[threading.Thread] = []
+    yield Crowd()
+    stop.set()
+    for thread in threads:
+        thread.join(5)
+    for s in sockets:
+        s.close()
+
+
+def _await(condition, timeout: float = 5.0, what: str = "condition") -> float:
+    """Wait until ``condition()`` holds; the seconds it took."""
+    started = time.monotonic()
+    while not condition():
+        assert time.monotonic() - started < timeout, f"{what} did not hold within {timeout} s"
+        threading.Event().wait(0.02)
+    return time.monotonic() - started
+
+
+def _answered_within(server, seconds: float) -> None:
+    started = time.monotonic()
+    got = _exchange(server, b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", wait=seconds + 1)
+    assert got and _headers(got)[0] == 200, got
+    assert time.monotonic() - started < seconds
+
+
+def test_a_request_trickling_in_is_closed_once_its_whole_time_is_up(http_server, crowd):
+    server = http_server()  # a request must arrive within 0.5 s
+    (slow,) = crowd.slow(server, 1, interval=0.1)  # never idle for 0.5 s, but never done
+    slow.settimeout(5)
+    started = time.monotonic()
+    try:
+        while slow.recv(4096):
+            pass
+    except ConnectionResetError:
+        pass
+    assert time.monotonic() - started < 3
+
+
+def test_slow_senders_holding_every_slot_do_not_lock_out_a_request(http_server, crowd):
+    server = http_server()
+    server.request_timeout = 30  # the slow senders stay for the whole test
+    crowd.slow(server, 64, interval=0.2)
+    _await(lambda: server.counts()[0] == 64, what="64 slow connections held")
+    _answered_within(server, 2)
+
+
+def test_open_event_streams_are_capped_apart_from_requests_and_freed_when_closed(http_server, crowd):
+    server = http_server()
+    streams = [crowd.stream(server) for _ in range(64)]
+    assert server.counts() == (0, 64)
+    _answered_within(server, 2)
+    refused = _exchange(server, b"GET /__labs__/events?path=/ HTTP/1.1\r\nHost: localhost\r\n\r\n", wait=2)
+    assert _headers(refused)[0] == 503
+    for s in streams:
+        s.close()
+    assert _await(lambda: server.counts()[1] == 0, what="closed streams noticed") < 2
+    crowd.stream(server)
+
+
+def test_64_slow_senders_and_64_open_pages_leave_room_for_a_request(http_server, crowd):
+    server = http_server()
+    server.request_timeout = 30
+    for _ in range(64):
+        crowd.stream(server)
+    crowd.slow(server, 64, interval=0.2)
+    _await(lambda: server.counts() == (64, 64), what="64 slow connections and 64 streams held")
+    _answered_within(server, 2)
+    assert threading.active_count() < 200
+
+
+def test_a_page_refused_a_live_reload_stream_asks_again_later(http_server, crowd, browser):
+    server = http_server(max_streams=1)
+    held = crowd.stream(server)
+    host, port = server.server_address[:2]
+    page = open_page(browser, f"http://{host}:{port}/")
+    try:
+        _await(lambda: server.streams_refused == 1, what="the page's stream refused")
+        held.close()
+        server.live.publish(None, [{"path": "content/site.yaml", "line": 1, "column": 1, "message": "late",
+                                    "source_line": ""}])
+        page.wait_for_selector("#labs-error-overlay", timeout=15_000)  # it asked again and was told
+        assert page.violations == []
+    finally:
+        page.close()
