@@ -198,8 +198,10 @@
   el.topp.addEventListener("input", () => { state.p = +el.topp.value; changed(false); });
   el.seed.addEventListener("change", () => {
     const s = Number(el.seed.value);
-    if (Number.isInteger(s) && s >= 0 && s <= MAX_SEED) state.seed = s;
+    const ok = Number.isInteger(s) && s >= 0 && s <= MAX_SEED;
+    if (ok) state.seed = s;
     changed(false);
+    if (!ok) say(`A seed is a whole number from 0 to ${MAX_SEED}, so the seed stays ${state.seed}.`);
   });
   el.sample.addEventListener("click", () => sample(1));
   el.sampleMany.addEventListener("click", () => sample(MANY));
@@ -208,10 +210,18 @@
     paint();
     say(`Draws cleared. The next draw starts again from seed ${state.seed}.`);
   });
-  addEventListener("hashchange", () => {
+  // A link such as the quiz's "Set the dial to T = 0.3": show the dial it set, and put the keyboard
+  // on it, wherever on the page the link was (also when the hash already says so: no hashchange).
+  function showHash() {
     if (!readHash()) return;
     changed(true);
-    root.closest("section")?.scrollIntoView({ behavior: u.reducedMotion.matches ? "auto" : "smooth" });
+    el.temp.scrollIntoView({ block: "center", behavior: u.reducedMotion.matches ? "auto" : "smooth" });
+    el.temp.focus({ preventScroll: true });
+  }
+  addEventListener("hashchange", showHash);
+  document.addEventListener("click", ev => {
+    const a = ev.target.closest && ev.target.closest('a[href^="#c="]');
+    if (a && a.hash === location.hash) { ev.preventDefault(); showHash(); }
   });
 
   readHash();

@@ -1,0 +1,92 @@
+"""What a learner tripped over (issue 25), in a real Chromium: the quiz's right answers in
+varying places, an option's text with <em> and <math> on one line, the quiz's "Set the dial"
+link showing the dial, and deep links that land and stay."""
+
+from __future__ import annotations
+
+import pytest
+from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
+    WHERE, _watched_context, context, everything_in, page, shipped, sites, watch,
+)
+
+pytestmark = pytest.mark.browser
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # pragma: no cover - the browser fixture reports it
+    expect = None
+
+LABS = ["labs/attention/", "labs/sampling/"]
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_the_right_answers_sit_in_varying_places(page, shipped, lab):
+    """As served (the quiz script takes the answer key out of the live page once it runs)."""
+    page.goto(shipped.url("http", lab))
+    places = page.evaluate("""async () => {
+      const html = await (await fetch(location.href)).text();
+      const doc = new DOMParser().parseFromString(html, "text/html");
+      return [...doc.querySelectorAll("fieldset.quiz-q")].map(q =>
+        [...q.querySelectorAll(".quiz-option input, .quiz-choices [data-option]")]
+          .flatMap((o, i) => o.hasAttribute("data-correct") ? [i] : []).join(",")).filter(Boolean); }""")
+    assert len(places) >= 4 and len(set(places)) > 1, places
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+@pytest.mark.parametrize("lab", LABS)
+def test_option_text_flows_as_running_text(browser, watch, shipped, lab, width):
+    """Each option's text, <em> and <math> included, sits on the lines of one paragraph beside its
+    box: at 1280 px every short option is one line; at 375 px no piece sits alone on a line of
+    its own while the next piece starts on the same line as the first (what flex items did)."""
+    ctx = _watched_context(browser, watch, width, 812 if width == 375 else 800)
+    try:
+        p = ctx.new_page()
+        p.goto(shipped.url("http", lab))
+        everything_in(p)
+        rows = p.evaluate("""[...document.querySelectorAll(".quiz-option label")].map(label => {
+            const box = label.querySelector("input").getBoundingClientRect();
+            const range = document.createRange();
+            range.setStartAfter(label.querySelector("input"));
+            range.setEndAfter(label.lastChild);
+            const rects = [...range.getClientRects()].filter(r => r.width > 0 && r.height > 0);
+            // Lines: boxes whose heights overlap (a <math> sits higher or lower than text on its line).
+            const lines = [];
+            for (const r of rects.sort((a, b) => a.top - b.top)) {
+              const last = lines[lines.length - 1];
+              if (last && r.top < last.bottom - 2) last.bottom = Math.max(last.bottom, r.bottom);
+              else lines.push({ top: r.top, bottom: r.bottom });
+            }
+            const left = Math.min(...rects.map(r => r.left));
+            return {text: label.textContent.trim(), lines: lines.length, left, box: box.right,
+                    width: label.getBoundingClientRect().width, chars: label.textContent.trim().length};
+        })""")
+        assert rows, "no options"
+        for row in rows:
+            assert row["left"] >= row["box"], row  # the text is beside the box, never under it
+            if width == 1280 and row["chars"] < 60:
+                assert row["lines"] == 1, row
+            assert row["lines"] <= max(1, -(-row["chars"] * 9 // int(row["width"] - 30)) + 1), row
+    finally:
+        ctx.close()
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_set_the_dial_shows_and_focuses_the_dial(browser, watch, shipped, width):
+    ctx = _watched_context(browser, watch, width, 812 if width == 375 else 800)
+    try:
+        p = ctx.new_page()
+        p.goto(shipped.url("http", "labs/sampling/"))
+        expect(p.locator("#sampling")).to_have_attribute("data-ready", "true")
+        everything_in(p)
+        question = p.locator('fieldset.quiz-q[data-type="dial"]').first
+        question.locator(".quiz-choices [data-option][data-correct]").first.click()  # the explanation opens
+        link = question.locator("a", has_text="Set the dial to")
+        expect(link).to_be_visible()
+        for _ in range(2):  # the second time the hash is already the link's: no hashchange
+            p.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+            link.click()
+            expect(p.locator("#sa-temp")).to_be_focused()
+            expect(p.locator("#sa-temp")).to_be_in_viewport()
+            assert p.locator("#sa-temp-out").inner_text() == link.inner_text().removeprefix("Set the dial to ")
+    finally:
+        ctx.close()
