@@ -90,3 +90,32 @@ def test_set_the_dial_shows_and_focuses_the_dial(browser, watch, shipped, width)
             assert p.locator("#sa-temp-out").inner_text() == link.inner_text().removeprefix("Set the dial to ")
     finally:
         ctx.close()
+
+
+@pytest.mark.parametrize("sentence", ["cat-mat", "translate"])
+def test_export_titles_fit_and_wrap(page, shipped, sentence):
+    """A caption far longer than the figure is wide comes out in several lines, each inside the
+    figure; in cross-attention with a wrapped row, no empty band is left where links would go."""
+    page.goto(shipped.url("http", "labs/attention/", f"#s={sentence}"))
+    expect(page.locator("#spotlight")).to_have_attribute("data-ready", "true")
+    page.get_by_role("button", name="Download SVG").scroll_into_view_if_needed()
+    with page.expect_download():
+        page.get_by_role("button", name="Download SVG").click()  # loads spotlight-more.js
+    caption = "Where “it” looks — " + "a very long caption that names the head, the sentence and more " * 3
+    fits = page.evaluate("""caption => {
+        const f = Labs.code.spotlightMore.figure(Labs.test.spotlight.door.view(), caption, "A label");
+        const box = document.createElement("div");
+        box.innerHTML = f.svg;
+        document.body.append(box);
+        const texts = [...box.querySelectorAll("text")].map(t => {
+          const b = t.getBBox();
+          return { s: t.textContent, left: b.x, right: b.x + b.width, top: b.y, bottom: b.y + b.height };
+        });
+        box.remove();
+        return { width: f.width, height: f.height, texts };
+    }""", caption)
+    texts = fits["texts"]
+    assert all(t["left"] >= 0 and t["right"] <= fits["width"] for t in texts), [t for t in texts if t["right"] > fits["width"]]
+    title = texts[:[t["s"] for t in texts].index("A label")]  # the title's lines come first
+    assert len(title) >= 3 and " ".join(t["s"] for t in title) == caption.strip(), title
+    assert all(a["bottom"] <= b["top"] + 1 for a, b in zip(title, title[1:]))  # lines do not overlap

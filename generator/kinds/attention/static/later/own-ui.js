@@ -79,7 +79,7 @@
     return {
       id: "own", own: params.toString(), label: "Your sentence: " + (plain.length > 40 ? plain.slice(0, 39) + "…" : plain), kind,
       note: "Your sentence, computed in your browser by the same designed model; the build-time checks do not cover it.",
-      queries: q.words.map(w => w.text), keys: (k || q).words.map(w => w.text), key_label: k ? "your source" : "",
+      queries: q.words.map(w => w.text), keys: (k || q).words.map(w => w.text), key_label: k ? "source" : "", // "…, in the source"
       roles_k: rk, residual: { before: before.map(x => x.slice(0, T.embedding_dims.length)), after }, heads, head_meta: HEAD_META
     };
   }
