@@ -119,3 +119,33 @@ def test_export_titles_fit_and_wrap(page, shipped, sentence):
     title = texts[:[t["s"] for t in texts].index("A label")]  # the title's lines come first
     assert len(title) >= 3 and " ".join(t["s"] for t in title) == caption.strip(), title
     assert all(a["bottom"] <= b["top"] + 1 for a, b in zip(title, title[1:]))  # lines do not overlap
+
+
+def _top_after_settling(p, target: str) -> list[float]:
+    """The target's top edge once the page has loaded, then after each of the next frames until
+    the spotlight is drawn and the network is quiet (what loads late must not move it)."""
+    p.wait_for_load_state("load")
+    expect(p.locator("#spotlight")).to_have_attribute("data-ready", "true")
+    p.wait_for_load_state("networkidle")
+    return p.evaluate("""id => new Promise(done => {
+        const tops = [];
+        const step = () => {
+          tops.push(document.getElementById(id).getBoundingClientRect().top);
+          if (tops.length < 30) requestAnimationFrame(step); else done(tops);
+        };
+        step();
+    })""", target)
+
+
+@pytest.mark.parametrize("where", WHERE)
+@pytest.mark.parametrize("width", [1280, 375])
+@pytest.mark.parametrize("target", ["gist", "faq", "quiz", "code"])
+def test_deep_links_land_and_stay(browser, watch, shipped, where, width, target):
+    ctx = _watched_context(browser, watch, width, 812 if width == 375 else 800)
+    try:
+        p = ctx.new_page()
+        p.goto(shipped.url(where, "labs/attention/", f"#{target}"))
+        tops = _top_after_settling(p, target)
+        assert all(-2 <= t <= 120 for t in tops), (target, tops[0], tops[-1], min(tops), max(tops))
+    finally:
+        ctx.close()
