@@ -149,3 +149,31 @@ def test_deep_links_land_and_stay(browser, watch, shipped, where, width, target)
         assert all(-2 <= t <= 120 for t in tops), (target, tops[0], tops[-1], min(tops), max(tops))
     finally:
         ctx.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_pattern_view_has_a_colour_scale_true_in_both_schemes(page, shipped, scheme):
+    """The grid's colour scale runs from the page's surface (0%) to the cells' full shade (100%),
+    as the cells are mixed in that scheme, and the words never say "darker" (in dark mode more
+    weight is lighter orange on a dark page)."""
+    page.emulate_media(color_scheme=scheme)
+    page.goto(shipped.url("http", "labs/attention/", "#s=cat-mat&h=syntax&q=2"))
+    expect(page.locator("#spotlight")).to_have_attribute("data-ready", "true")
+    page.locator("#sl-pattern summary").click()
+    expect(page.locator("table.sl-pat").first).to_be_visible()
+    ramp = page.locator(".sl-pat-ramp")
+    expect(ramp).to_be_visible()
+    expect(page.locator(".sl-pat-scale")).to_contain_text("0%")
+    colours = page.evaluate("""() => {
+        const probe = (css) => { const d = document.createElement("div"); d.style.background = css;
+          document.querySelector(".sl-pat-box").append(d); const c = getComputedStyle(d).backgroundColor; d.remove(); return c; };
+        const ramp = getComputedStyle(document.querySelector(".sl-pat-ramp")).backgroundImage;
+        const cells = [...document.querySelectorAll(".sl-pat td[style]")].map(td => [parseFloat(td.style.getPropertyValue("--w")), getComputedStyle(td).backgroundColor]);
+        cells.sort((a, b) => a[0] - b[0]);
+        return { ramp, surface: probe("var(--surface)"), shade: probe("var(--pat)"), low: cells[0], high: cells.at(-1),
+                 hint: document.querySelector("#sl-pattern-body .sl-hint").textContent };
+    }""")
+    assert colours["surface"] != colours["shade"]
+    assert colours["surface"] in colours["ramp"] and colours["shade"] in colours["ramp"], colours
+    assert "darker" not in colours["hint"].lower() and "orange" in colours["hint"]
+    assert colours["high"][0] > colours["low"][0]
