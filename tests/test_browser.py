@@ -380,16 +380,16 @@ def test_clicking_every_word_of_every_sentence_and_head_adds_up_to_100(page, shi
     assert clicks == sum(len(s["queries"]) * len(s["heads"]) for s in data["sentences"])
 
 
-def test_a_40_word_sentence_wraps_hides_links_and_still_adds_up(page, sites):
+def test_a_40_word_sentence_is_one_scrolling_line_with_its_links_and_still_adds_up(page, sites):
     long = sites["long"]
     data = long.spotlight("long")
     sentence = next(s for s in data["sentences"] if s["id"] == "long")
     assert len(sentence["queries"]) == 40
     open_lab(page, long, "http", slug="long")
     expect(words(page)).to_have_count(40)
-    expect(page.locator("#spotlight")).to_have_class(re.compile(r"\bis-wrapped\b"))
-    expect(page.get_by_text("The sentence wraps here, so the links are hidden")).to_be_visible()
-    expect(page.locator("#sl-arcs")).to_be_hidden()
+    expect(page.locator("#sl-arcs")).to_be_visible()
+    assert page.evaluate("new Set([...document.querySelectorAll('#sl-queries .word')].map(b => b.offsetTop)).size") == 1
+    assert page.evaluate("(l => l.scrollWidth > l.clientWidth)(document.querySelector('.sl-line'))")
     for i in (0, 17, 39):
         click_word(page, i, sentence["queries"][i], "Syntax")
         view = read_view(page)
@@ -397,7 +397,6 @@ def test_a_40_word_sentence_wraps_hides_links_and_still_adds_up(page, sites):
         assert view["pct"] == sentence["heads"]["syntax"]["pct"][i]
     # A short sentence in the same widget fits again: the links come back.
     sentence_select(page).select_option("cat-mat")
-    expect(page.locator("#spotlight")).not_to_have_class(re.compile(r"\bis-wrapped\b"))
     expect(page.locator("#sl-arcs")).to_be_visible()
     view = read_view(page)
     assert view["links"] == 6

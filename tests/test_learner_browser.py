@@ -177,3 +177,25 @@ def test_the_pattern_view_has_a_colour_scale_true_in_both_schemes(page, shipped,
     assert colours["surface"] in colours["ramp"] and colours["shade"] in colours["ramp"], colours
     assert "darker" not in colours["hint"].lower() and "orange" in colours["hint"]
     assert colours["high"][0] > colours["low"][0]
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_links_show_for_a_sentence_wider_than_a_phone(browser, watch, shipped, where):
+    """Lab 07's own 11-word sentence at 375 px: one line that scrolls sideways, the query in view,
+    and every link with weight drawn from the query to its word (it used to wrap and hide them)."""
+    from test_browser import read_view
+    ctx = _watched_context(browser, watch, 375, 812)
+    try:
+        p = ctx.new_page()
+        p.goto(shipped.url(where, "labs/attention/", "#s=animal&h=syntax"))
+        expect(p.locator("#spotlight")).to_have_attribute("data-ready", "true")
+        expect(p.locator("#sl-arcs")).to_be_visible()
+        line = p.evaluate("""(() => { const l = document.querySelector(".sl-line"), q = l.querySelector('[aria-pressed="true"]');
+            const a = l.getBoundingClientRect(), b = q.getBoundingClientRect();
+            return { wide: l.scrollWidth > l.clientWidth, tops: new Set([...l.querySelectorAll("#sl-queries .word")].map(w => w.offsetTop)).size,
+                     inView: b.left >= a.left - 1 && b.right <= a.right + 1 }; })()""")
+        assert line == {"wide": True, "tops": 1, "inView": True}, line
+        view = read_view(p)
+        assert view["svgShown"] and view["drawn"] >= 3 and not view["misplaced"], view
+    finally:
+        ctx.close()
