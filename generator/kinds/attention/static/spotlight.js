@@ -238,7 +238,7 @@
     el.band.querySelector(".sl-links").replaceChildren(...(cross ? paths : []));
     rows = v.keys.map((w, j) => {
       const r = { pct: h("td", { class: "sl-pct" }), fill: h("span"), tag: h("span", { class: "sl-tag" }) };
-      r.tr = h("tr", { "data-index": j, hidden: v.hidden[j] }, [h("th", { scope: "row" }, [w, r.tag]), r.pct,
+      r.tr = h("tr", { "data-index": j, hidden: v.hidden[j] }, [h("th", { scope: "row" }, [w, " ", r.tag]), r.pct, // " ": "mat itself", not "matitself"
         h("td", { "aria-hidden": "true" }, [h("span", { class: "sl-bar" }, [r.fill])])]);
       return r;
     });

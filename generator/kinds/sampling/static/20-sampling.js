@@ -106,11 +106,11 @@
       r.pct.textContent = isCut ? "cut" : pctText(v.after[j], v.kept[j], v.total);
       r.was.textContent = isCut ? `was ${pctText(v.before[j], v.full[j], data.parts)}`
         : cuts && v.after[j] !== v.before[j] ? `from ${pctText(v.before[j], v.full[j], data.parts)}` : "";
-      r.tr.title = isCut ? "Cut by top-k or top-p" : "";
+      r.tr.title = isCut ? `Cut by ${state.k && state.p < 100 ? "top-k or top-p" : state.k ? "top-k" : "top-p"}` : "";
       r.count.textContent = tally[j] ? String(tally[j]) : "";
     });
     el.summary.textContent = cuts
-      ? `Top-k and top-p keep ${v.left} of ${C.words.length} words; their chances are renormalised to add up to 100%. A cut word's pale bar shows the chance it had.`
+      ? `${state.k && state.p < 100 ? "Top-k and top-p keep" : state.k ? "Top-k keeps" : "Top-p keeps"} ${v.left} of ${C.words.length} words; their chances are renormalised to add up to 100%. A cut word's pale bar shows the chance it had.`
       : `All ${C.words.length} words stay in. The chances add up to 100%.`;
     el.mathT.textContent = `Logit ÷ ${tText(T)}`;
     [...el.math.tBodies[0].rows].forEach((tr, j) => {
