@@ -199,3 +199,42 @@ def test_links_show_for_a_sentence_wider_than_a_phone(browser, watch, shipped, w
         assert view["svgShown"] and view["drawn"] >= 3 and not view["misplaced"], view
     finally:
         ctx.close()
+
+
+# Common English words with the part of speech they usually have, from general knowledge of
+# English (not from our word list): what "Your sentence" guesses for each, untagged, must agree
+# for almost all of them. Nouns, verbs in several forms, adjectives, adverbs, function words.
+COMMON = {
+    "NOUN": "dog cat house water time people day man woman child world school family friend city car "
+            "book door table teacher street animal room idea money fox mother country music garden",
+    "VERB": "went gave slept jumps walks said took made saw knew thought told found came got brought "
+            "eats wants needs became wrote heard sat ran chases running played asked",
+    "ADJ": "quick brown lazy big small happy tired hungry red old young new good bad cold hot long "
+           "dangerous beautiful careful strong quiet dark heavy wide",
+    "ADV": "quickly slowly very also never always often here now really",
+    "DET": "the a an this every",
+    "PRON": "she they it we him",
+    "ADP": "of in on under with",
+}
+
+
+def test_your_sentence_guesses_common_words_as_english_usually_has_them(page, shipped):
+    page.goto(shipped.url("http", "labs/attention/"))
+    expect(page.locator("#spotlight")).to_have_attribute("data-ready", "true")
+    box = page.get_by_label("Your sentence", exact=True)
+    box.fill("The quick brown fox jumps over the lazy dog")
+    box.press("Enter")
+    expect(page.locator("#sl-sentence")).to_have_value("own")
+    got = page.evaluate("""common => {
+        const M = Labs.code.ownModel, out = {};
+        for (const [tag, words] of Object.entries(common))
+          for (const w of words.split(" ")) { const x = M.parse(w, true).words[0]; out[w] = [tag, x.role, !!x.guessed]; }
+        out.fox = [null, ...(x => [x.role, !!x.guessed])(M.parse("The quick brown fox", true).words[3])];
+        return out;
+    }""", COMMON)
+    wrong = {w: v for w, v in got.items() if v[0] and v[0] != v[1]}
+    total = sum(len(ws.split()) for ws in COMMON.values())
+    assert len(wrong) <= total // 20, wrong  # at least 95% as English usually has them
+    for w in ("quick", "brown", "lazy", "jumps", "walks", "gave", "slept"):  # the ones learners met as NOUN
+        assert got[w][1] != "NOUN" and not got[w][2], (w, got[w])
+    assert got["fox"] == [None, "NOUN", True]  # not in the list: guessed, and marked so

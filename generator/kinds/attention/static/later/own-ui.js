@@ -88,7 +88,7 @@
   function drawChips() {
     const focused = chips.contains(document.activeElement) && document.activeElement.dataset.chip;
     const list = (words, which) => words.map((w, i) => h("span", { class: w.guessed ? "sl-chip is-guessed" : "sl-chip" }, [
-      h("span", { "aria-hidden": "true" }, [w.text]),
+      h("span", { "aria-hidden": "true", title: w.guessed ? "Tag guessed from the spelling: check it" : null }, [w.text + (w.guessed ? " ?" : "")]),
       h("select", { "data-chip": `${which}${i}`, "aria-label": `Tag of “${w.text}”, ${which === "q" ? "" : "source "}word ${i + 1}` +
         (w.guessed ? " (guessed)" : "") }, CHIP_TAGS.map(t => h("option", { value: t, selected: t === w.tag ? "" : null }, [t])))]));
     chips.replaceChildren(...list(current.q.words, "q"), ...(current.k ? [h("span", { class: "sl-hint" }, ["Source:"]), ...list(current.k.words, "k")] : []));
