@@ -238,3 +238,20 @@ def test_your_sentence_guesses_common_words_as_english_usually_has_them(page, sh
     for w in ("quick", "brown", "lazy", "jumps", "walks", "gave", "slept"):  # the ones learners met as NOUN
         assert got[w][1] != "NOUN" and not got[w][2], (w, got[w])
     assert got["fox"] == [None, "NOUN", True]  # not in the list: guessed, and marked so
+
+
+def test_a_new_sentence_leaves_a_head_that_looks_for_nothing_in_it(page, shipped):
+    """Coreference on the translation sentence gave every word a flat 25%: the spotlight switches
+    to the head that looks hardest for the telling word, and a flat row in the every-head strip
+    says "all equal" instead of naming a winner."""
+    from test_browser import head_select, sentence_select
+    page.goto(shipped.url("http", "labs/attention/"))
+    expect(page.locator("#spotlight")).to_have_attribute("data-ready", "true")
+    head_select(page).select_option("coreference")
+    sentence_select(page).select_option("translate")
+    expect(head_select(page)).not_to_have_value("coreference")
+    pct = page.evaluate("[...document.querySelectorAll('#sl-readout tbody tr:not([hidden]) td.sl-pct')].map(t => parseInt(t.textContent))")
+    assert max(pct) - min(pct) > 5, pct
+    tops = page.evaluate("""[...document.querySelectorAll('#sl-multiples [data-head]')].map(b => b.textContent)""")
+    coref = next(t for t in tops if "Coreference" in t)
+    assert "all equal" in coref and "→" not in coref, tops

@@ -445,7 +445,7 @@
     for (const m of minis) {
       const [w, pct] = rowOf(S.heads[m.id], tq);
       set(m.button, "aria-pressed", !v.real && m.id === state.h);
-      m.top.textContent = "→ " + top(S.keys, pct, 1);
+      m.top.textContent = Math.max(...w) - Math.min(...w) < 1e-6 ? "all equal" : "→ " + top(S.keys, pct, 1); // a flat row has no winner
       drawBars(m.canvas, w, v.cross ? -1 : tq);
     }
     for (const c of cells) set(c.button, "aria-pressed", c.id === state.h);
@@ -558,7 +558,11 @@
     withSentence(s, () => {
       const S = sentences.get(s), q = s === D.sentence ? D.query : S.query || 0;
       const R = (parseReal(state.h) || !headsFor(S).length) && realOf(s); // a sentence with real heads only opens on one
-      update({ s, h: headOf(S, state.h) || R ? state.h : "", q: R ? alignment(s)[q] : q });
+      // A head with a flat row for the telling word (it looks for nothing here) gives way to the
+      // head that looks hardest: the sentence's natural one.
+      const peak = m => Math.max(...S.heads[m.id || m].weights[q]), flat = m => peak(m) - Math.min(...S.heads[m].weights[q]) < 1e-6;
+      const h = !R && headOf(S, state.h) && flat(state.h) ? headsFor(S).reduce((a, b) => peak(b) > peak(a) ? b : a).id : state.h;
+      update({ s, h: headOf(S, h) || R ? h : "", q: R ? alignment(s)[q] : q });
     });
   });
   el.head.addEventListener("change", () => selectHead(el.head.value));
