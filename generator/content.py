@@ -26,6 +26,7 @@ from typing import Callable, Collection
 from generator.errors import ContentError, Diagnostic, Diagnostics, SiteError, did_you_mean, display_path
 from generator.kinds import LabKind, get_kind, kind_names
 from generator.markdown_render import MarkdownLimit, RenderedMarkdown, render_markdown
+from generator.quizorder import same_place_everywhere, shuffled
 from generator.slug import slugify
 from generator.model import (Card, Content, FaqItem, Lab, LegendItem, Option, Question, Quiz, Section, Site, Topic,
                              quiz_storage_key)
@@ -349,7 +350,7 @@ class _Loader:
         if r.mapping((), required=("questions",)) is None:
             return None
         questions, ids = [], set()
-        for i, _ in enumerate(r.sequence(("questions",)) or []):
+        for i, value in enumerate(r.sequence(("questions",)) or []):
             q = self.question(r, ("questions", i), i, kind, spec, links)
             if q is None:
                 continue
@@ -357,9 +358,19 @@ class _Loader:
                 r.error(("questions", i, "id"), f"duplicate question id {q.id!r}")
                 continue
             ids.add(q.id)
-            questions.append(q)
+            keep = q.type not in QUESTION_TYPES + tuple(kind.shuffled_question_types) or (
+                isinstance(value, dict) and "shuffle" in value and r.boolean(("questions", i, "shuffle")) is False)
+            questions.append(q if keep else shuffled(slug, q))
         digest = hashlib.sha256(r.doc.text.encode()).hexdigest()[:10]
-        return Quiz(tuple(questions), quiz_storage_key(slug, digest))
+        places = same_place_everywhere(tuple(questions))
+        warnings = ()
+        if places is not None:
+            d = r.doc.diagnostic(("questions",), "every question shows its correct option in the same place "
+                             f"({', '.join(str(p + 1) for p in places)}), so a learner can answer without reading; "
+                             "rename a question's id (its order is drawn from it) or reorder a 'shuffle: false' question",
+                             key=True)
+            warnings = (f"{d.path}:{d.line}:{d.column}: warning: {d.message}",)
+        return Quiz(tuple(questions), quiz_storage_key(slug, digest), warnings)
 
     def question(self, r: Reader, where: tuple, index: int, lab_kind: LabKind, spec, links) -> Question | None:
         types = QUESTION_TYPES + tuple(lab_kind.question_types)
@@ -378,7 +389,7 @@ class _Loader:
             own_required, own_optional = lab_kind.question_keys.get(qtype, ((), ()))
             m = r.mapping(where, required=common + tuple(own_required), optional=("id", "explanation") + tuple(own_optional))
         else:
-            m = r.mapping(where, required=common + ("options",), optional=("id", "explanation"))
+            m = r.mapping(where, required=common + ("options",), optional=("id", "explanation", "shuffle"))
         if m is None:
             return None
         qtype = r.string(where + ("type",), multiline=False)

@@ -111,6 +111,7 @@ class Question:
 class Quiz:
     questions: tuple[Question, ...]
     storage_key: str  # localStorage key, versioned by a hash of the quiz content
+    warnings: tuple[str, ...] = ()  # positioned notes for the author (generator.quizorder), never fatal
 
 
 @pickled_as_call

@@ -189,6 +189,7 @@ class Renderer:
         kind = get_kind(lab.kind)
         data = kind.page(lab, payload)
         files = {path + name: blob for name, blob in data.files.items()}
+        self.warnings.extend(lab.quiz.warnings)
         title = f"{lab.label} · {lab.title}" + (f" — {lab.subtitle}" if lab.subtitle else "") + f" | {self.site.title}"
         page = self._page(path, title, lab.summary, "article", self.lab_jsonld(lab, self._absolute(path)))
         files[path + "index.html"] = self._render(

@@ -89,21 +89,21 @@ def test_cross_and_causal_sentences_match_the_cli(page, shipped, capsys):
 
 def test_an_untagged_sentence_gets_guessed_editable_tags(page, shipped, capsys):
     open_lab(page, shipped, "file")
-    _type(page, "The old man walked slowly to Paris")
+    _type(page, "The grey man walked slowly to Paris")
     _shown(page, "")
-    chip = page.get_by_label(re.compile("^Tag of “old”"))
+    chip = page.get_by_label(re.compile("^Tag of “grey”"))
     expect(chip).to_have_value("NOUN")
     expect(chip).to_have_attribute("aria-label", re.compile(r"\(guessed\)"))
     expect(page.get_by_label(re.compile("^Tag of “walked”"))).to_have_value("VERB")
     expect(page.get_by_label(re.compile("^Tag of “slowly”"))).to_have_value("ADV")
     expect(page.get_by_label(re.compile("^Tag of “Paris”"))).to_have_value("PROPN")
     expect(page.get_by_label(re.compile("^Tag of “The”"))).to_have_value("DET")
-    # By keyboard: focus the chip, pick ADJ; the view recomputes and the text says old/ADJ.
+    # By keyboard: focus the chip, pick ADJ; the view recomputes and the text says grey/ADJ.
     chip.focus()
     chip.select_option("ADJ")
-    expect(page.get_by_label("Your sentence", exact=True)).to_have_value("The old/ADJ man walked slowly to Paris")
-    expect(page.get_by_label(re.compile("^Tag of “old”"))).to_be_focused()  # the chips were redrawn, the focus kept
-    expected = _cli(capsys, "The old/ADJ man/NOUN walked/VERB slowly/ADV to Paris/PROPN")
+    expect(page.get_by_label("Your sentence", exact=True)).to_have_value("The grey/ADJ man walked slowly to Paris")
+    expect(page.get_by_label(re.compile("^Tag of “grey”"))).to_be_focused()  # the chips were redrawn, the focus kept
+    expected = _cli(capsys, "The grey/ADJ man/NOUN walked/VERB slowly/ADV to Paris/PROPN")
     words(page).nth(1).click()
     assert percentages(page) == largest_remainder_array(np.asarray(expected["heads"]["syntax"][1]), 100).tolist()
 
@@ -162,9 +162,9 @@ def test_the_sentence_lives_in_the_hash_back_forward_and_links(page, shipped, br
 def test_axe_finds_no_violations_with_the_box_in_use(page, shipped, axe, scheme):
     page.emulate_media(color_scheme=scheme)
     open_lab(page, shipped, "http")
-    _type(page, "The old man walked slowly to Paris", "Le vieil homme")
+    _type(page, "The grey man walked slowly to Paris", "Le vieil homme")
     _shown(page, "")
-    page.get_by_label(re.compile("^Tag of “old”")).focus()
+    page.get_by_label(re.compile("^Tag of “grey”")).focus()
     drawn(page)  # judged as drawn, not dimmed while a file beside the page loads
     settle(page)
     results = axe.run(page)

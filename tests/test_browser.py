@@ -381,16 +381,16 @@ def test_clicking_every_word_of_every_sentence_and_head_adds_up_to_100(page, shi
     assert clicks == sum(len(s["queries"]) * len(s["heads"]) for s in data["sentences"])
 
 
-def test_a_40_word_sentence_wraps_hides_links_and_still_adds_up(page, sites):
+def test_a_40_word_sentence_is_one_scrolling_line_with_its_links_and_still_adds_up(page, sites):
     long = sites["long"]
     data = long.spotlight("long")
     sentence = next(s for s in data["sentences"] if s["id"] == "long")
     assert len(sentence["queries"]) == 40
     open_lab(page, long, "http", slug="long")
     expect(words(page)).to_have_count(40)
-    expect(page.locator("#spotlight")).to_have_class(re.compile(r"\bis-wrapped\b"))
-    expect(page.get_by_text("The sentence wraps here, so the links are hidden")).to_be_visible()
-    expect(page.locator("#sl-arcs")).to_be_hidden()
+    expect(page.locator("#sl-arcs")).to_be_visible()
+    assert page.evaluate("new Set([...document.querySelectorAll('#sl-queries .word')].map(b => b.offsetTop)).size") == 1
+    assert page.evaluate("(l => l.scrollWidth > l.clientWidth)(document.querySelector('.sl-line'))")
     for i in (0, 17, 39):
         click_word(page, i, sentence["queries"][i], "Syntax")
         view = read_view(page)
@@ -398,7 +398,7 @@ def test_a_40_word_sentence_wraps_hides_links_and_still_adds_up(page, sites):
         assert view["pct"] == sentence["heads"]["syntax"]["pct"][i]
     # A short sentence in the same widget fits again: the links come back.
     sentence_select(page).select_option("cat-mat")
-    expect(page.locator("#spotlight")).not_to_have_class(re.compile(r"\bis-wrapped\b"))
+    expect(words(page)).to_have_count(6)
     expect(page.locator("#sl-arcs")).to_be_visible()
     view = read_view(page)
     assert view["links"] == 6
@@ -573,7 +573,8 @@ def test_quiz_tick_all_that_apply(page, shipped, quiz_total):
     expect(feedback).to_have_text("Tick at least one option, then Check.")
     q.get_by_label("In the original Transformer, each head has its own query, key and value projections").click()
     check(q)
-    expect(feedback).to_contain_text("Not quite. The answer: In the original Transformer, each head has its own query, key and value projections; ")
+    expect(feedback).to_contain_text("Not quite. The answer: ")  # the right options in the order shown (shuffled at build)
+    expect(feedback).to_contain_text("In the original Transformer, each head has its own query, key and value projections")
     expect(feedback).to_contain_text("outputs are combined by concatenating them")
     expect(q.locator(".quiz-why:visible", has_text="Missed — this one is true.")).to_have_count(1)
     q.get_by_role("button", name="Try again").click()
@@ -1109,7 +1110,11 @@ def test_from_disk_a_link_in_a_later_part_opens_the_other_page(page, sites):
 
 def test_tab_and_shift_tab_walk_through_later_parts_in_order(page, shipped):
     open_lab(page, shipped, "http")
-    page.locator("nav.toc a").last.focus()  # the last stop before the parts kept for later
+    # The last stop before the parts kept for later: the ÷√d demo's (it follows the gist), once
+    # the demo, which comes in as it nears the screen, is drawn.
+    page.locator("#sqrt-demo summary").focus()
+    expect(page.locator("#sqrt-demo")).to_have_attribute("data-ready", "true")
+    page.locator("#sqrt-demo summary").focus()
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.closest('section')?.id") == "under-the-hood"
     first = page.evaluate("document.querySelector('#under-the-hood a[href]').getAttribute('href')")  # its first link
@@ -1162,7 +1167,7 @@ def test_without_javascript_every_part_reads_in_place(browser, shipped):
         without.close()
 
 
-def test_first_visit_weighs_at_most_35_5_kb_gzip_and_115_kb_raw(shipped):
+def test_first_visit_weighs_at_most_35_kb_gzip_and_115_kb_raw(shipped):
     """The lab page's HTML and every file it asks for on load (stylesheets, scripts, icon),
     from the built files; what it loads on demand is not counted. KB = 1000 bytes. The gzip
     budget is what travels; the raw one bounds what a phone parses (theme/README.md)."""
@@ -1176,7 +1181,7 @@ def test_first_visit_weighs_at_most_35_5_kb_gzip_and_115_kb_raw(shipped):
     raw = sum(len(b) for _, b in files)
     packed = sum(len(gzip.compress(b, 9)) for _, b in files)
     table = "\n".join(f"  {name}: {len(b)} raw, {len(gzip.compress(b, 9))} gzip" for name, b in files)
-    assert raw <= 115_000 and packed <= 35_500, f"first visit {raw} B raw / {packed} B gzip:\n{table}"
+    assert raw <= 115_000 and packed <= 35_000, f"first visit {raw} B raw / {packed} B gzip:\n{table}"
 
 
 @pytest.mark.parametrize("sentence,word", [("animal", "it"), ("decoder", "chased"), ("translate", "black")])

@@ -276,7 +276,7 @@ def test_every_mistake_of_a_run_is_reported_together(project, capsys):
             (position(text, "type: |multi"), "unknown question type 'multi' (did you mean 'multiple'?); "
                                              "labs of kind 'attention' have: single, multiple, word"),
             (position(text, "answer: |dog"), "no word 'dog' in the sentence; words: The cat sat on the mat"),
-            (position(text, "|hint: none"), "unknown key 'hint' (allowed: explanation, id, options, prompt, type)"),
+            (position(text, "|hint: none"), "unknown key 'hint' (allowed: explanation, id, options, prompt, shuffle, type)"),
         ])
     ]
     code, err = build(capsys)

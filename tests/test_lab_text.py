@@ -113,7 +113,7 @@ def test_the_scaling_card_quotes_the_demo_and_leaves_the_small_heads_to_the_faq(
 
 def test_the_sqrt_demo_intro_gives_the_sizes_it_names():
     intro = flat((ROOT / "generator/kinds/attention/sqrt.html").read_text(encoding="utf-8"))
-    said = re.search(r"Our heads are tiny \(d ≤ (\d+)\).*?\((\d+) in the MiniLM above", intro)
+    said = re.search(r"Our heads are tiny \(d ≤ (\d+)\).*?\(MiniLM: (\d+)\)", intro)
     assert said, intro
     assert int(said.group(1)) == max(h.d_k for h in teaching.HEADS)
     config = json.loads((minilm_dir() / "config.json").read_text(encoding="utf-8"))

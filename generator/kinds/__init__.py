@@ -106,6 +106,9 @@ class LabKind:
     question_types: ClassVar[tuple[str, ...]] = ()
     #: the required and optional keys of each of its question types, besides type/id/prompt/explanation
     question_keys: ClassVar[Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {}
+    #: the ones of ``question_types`` whose options the build shuffles as it does single and multiple
+    #: (generator.quizorder); the others keep their own order (e.g. the words of a sentence)
+    shuffled_question_types: ClassVar[tuple[str, ...]] = ()
     #: heading of the lab page's "Try it" section and its table-of-contents entry
     widget_title: ClassVar[str] = "Try it"
     #: one line for `labs new --help` and `labs kinds`

@@ -136,7 +136,8 @@ class SamplingKind(LabKind):
     keys = ("sampling",)
     required = ("sampling",)
     question_types = ("dial",)
-    question_keys = {"dial": (("condition", "choices"), ("context", "answer"))}
+    question_keys = {"dial": (("condition", "choices"), ("context", "answer", "shuffle"))}
+    shuffled_question_types = ("dial",)  # a few temperatures to pick from, not a scale to read
     widget_title = "The dial"
     description = "next-word sampling: turn the temperature dial, cut with top-k and top-p, draw with a seed"
 

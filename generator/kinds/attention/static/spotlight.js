@@ -238,7 +238,7 @@
     el.band.querySelector(".sl-links").replaceChildren(...(cross ? paths : []));
     rows = v.keys.map((w, j) => {
       const r = { pct: h("td", { class: "sl-pct" }), fill: h("span"), tag: h("span", { class: "sl-tag" }) };
-      r.tr = h("tr", { "data-index": j, hidden: v.hidden[j] }, [h("th", { scope: "row" }, [w, r.tag]), r.pct,
+      r.tr = h("tr", { "data-index": j, hidden: v.hidden[j] }, [h("th", { scope: "row" }, [w, " ", r.tag]), r.pct, // " ": "mat itself", not "matitself"
         h("td", { "aria-hidden": "true" }, [h("span", { class: "sl-bar" }, [r.fill])])]);
       return r;
     });
@@ -336,13 +336,11 @@
     const rowW = el.queries.clientWidth, dpr = Math.min(devicePixelRatio || 1, 2), cs = getComputedStyle(root);
     const centre = b => !b.hidden && [b.offsetLeft + b.offsetWidth / 2, b.offsetTop];
     const qc = qButtons.map(centre), kc = cross ? kWords.map(centre) : qc;
-    const lines = c => new Set(c.filter(Boolean).map(p => p[1])).size;
     const miniW = minis.map(m => m.canvas.clientWidth);
     // Then writes.
     const arcH = Math.round(Math.min(120, Math.max(48, rowW * 0.11))), svgH = cross ? 72 : arcH;
-    geo = { qc, kc, arcH, dpr, wrapped: lines(qc) > 1 || lines(kc) > 1, colors: ["--accent", "--surface-2", "--focus"].map(p => cs.getPropertyValue(p).trim()) };
-    root.classList.toggle("is-wrapped", geo.wrapped);
-    el.wrapnote.hidden = !geo.wrapped;
+    // A sentence is one line that scrolls sideways (.sl-line), never wrapped: its links always show.
+    geo = { qc, kc, arcH, dpr, lineW: el.queries.parentNode.clientWidth, colors: ["--accent", "--surface-2", "--focus"].map(p => cs.getPropertyValue(p).trim()) };
     const svg = cross ? el.band : el.arcs;
     svg.setAttribute("viewBox", `0 0 ${Math.max(1, rowW)} ${svgH}`);
     svg.setAttribute("height", svgH);
@@ -402,8 +400,9 @@
     });
     kWords.forEach((w, j) => w.style.setProperty("--w", v.masked[j] ? 0 : v.weights[j]));
     const from = geo.qc[q];
+    if (from) el.queries.parentNode.scrollLeft = from[0] - geo.lineW / 2; // the query in view on its line
     paths.forEach((p, j) => {
-      const to = geo.kc[j], w = v.weights[j], show = !geo.wrapped && from && to && !v.masked[j] && !v.hidden[j] && w > 0.004;
+      const to = geo.kc[j], w = v.weights[j], show = from && to && !v.masked[j] && !v.hidden[j] && w > 0.004;
       set(p, "d", show ? linkPath(from[0], to[0], v.cross, !v.cross && j === q) : "");
       set(p, "stroke-width", (0.75 + 11 * w).toFixed(2));
       set(p, "opacity", Math.min(1, 0.12 + 1.6 * w).toFixed(3));
@@ -446,7 +445,7 @@
     for (const m of minis) {
       const [w, pct] = rowOf(S.heads[m.id], tq);
       set(m.button, "aria-pressed", !v.real && m.id === state.h);
-      m.top.textContent = "→ " + top(S.keys, pct, 1);
+      m.top.textContent = Math.max(...w) - Math.min(...w) < 1e-6 ? "all equal" : "→ " + top(S.keys, pct, 1); // a flat row has no winner
       drawBars(m.canvas, w, v.cross ? -1 : tq);
     }
     for (const c of cells) set(c.button, "aria-pressed", c.id === state.h);
@@ -559,7 +558,11 @@
     withSentence(s, () => {
       const S = sentences.get(s), q = s === D.sentence ? D.query : S.query || 0;
       const R = (parseReal(state.h) || !headsFor(S).length) && realOf(s); // a sentence with real heads only opens on one
-      update({ s, h: headOf(S, state.h) || R ? state.h : "", q: R ? alignment(s)[q] : q });
+      // A head with a flat row for the telling word (it looks for nothing here) gives way to the
+      // head that looks hardest: the sentence's natural one.
+      const peak = m => Math.max(...S.heads[m.id || m].weights[q]), flat = m => peak(m) - Math.min(...S.heads[m].weights[q]) < 1e-6;
+      const h = !R && headOf(S, state.h) && flat(state.h) ? headsFor(S).reduce((a, b) => peak(b) > peak(a) ? b : a).id : state.h;
+      update({ s, h: headOf(S, h) || R ? h : "", q: R ? alignment(s)[q] : q });
     });
   });
   el.head.addEventListener("change", () => selectHead(el.head.value));

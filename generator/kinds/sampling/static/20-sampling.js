@@ -106,11 +106,11 @@
       r.pct.textContent = isCut ? "cut" : pctText(v.after[j], v.kept[j], v.total);
       r.was.textContent = isCut ? `was ${pctText(v.before[j], v.full[j], data.parts)}`
         : cuts && v.after[j] !== v.before[j] ? `from ${pctText(v.before[j], v.full[j], data.parts)}` : "";
-      r.tr.title = isCut ? "Cut by top-k or top-p" : "";
+      r.tr.title = isCut ? `Cut by ${state.k && state.p < 100 ? "top-k or top-p" : state.k ? "top-k" : "top-p"}` : "";
       r.count.textContent = tally[j] ? String(tally[j]) : "";
     });
     el.summary.textContent = cuts
-      ? `Top-k and top-p keep ${v.left} of ${C.words.length} words; their chances are renormalised to add up to 100%. A cut word's pale bar shows the chance it had.`
+      ? `${state.k && state.p < 100 ? "Top-k and top-p keep" : state.k ? "Top-k keeps" : "Top-p keeps"} ${v.left} of ${C.words.length} words; their chances are renormalised to add up to 100%. A cut word's pale bar shows the chance it had.`
       : `All ${C.words.length} words stay in. The chances add up to 100%.`;
     el.mathT.textContent = `Logit ÷ ${tText(T)}`;
     [...el.math.tBodies[0].rows].forEach((tr, j) => {
@@ -198,8 +198,10 @@
   el.topp.addEventListener("input", () => { state.p = +el.topp.value; changed(false); });
   el.seed.addEventListener("change", () => {
     const s = Number(el.seed.value);
-    if (Number.isInteger(s) && s >= 0 && s <= MAX_SEED) state.seed = s;
+    const ok = Number.isInteger(s) && s >= 0 && s <= MAX_SEED;
+    if (ok) state.seed = s;
     changed(false);
+    if (!ok) say(`A seed is a whole number from 0 to ${MAX_SEED}, so the seed stays ${state.seed}.`);
   });
   el.sample.addEventListener("click", () => sample(1));
   el.sampleMany.addEventListener("click", () => sample(MANY));
@@ -208,10 +210,18 @@
     paint();
     say(`Draws cleared. The next draw starts again from seed ${state.seed}.`);
   });
-  addEventListener("hashchange", () => {
+  // A link such as the quiz's "Set the dial to T = 0.3": show the dial it set, and put the keyboard
+  // on it, wherever on the page the link was (also when the hash already says so: no hashchange).
+  function showHash() {
     if (!readHash()) return;
     changed(true);
-    root.closest("section")?.scrollIntoView({ behavior: u.reducedMotion.matches ? "auto" : "smooth" });
+    el.temp.scrollIntoView({ block: "center", behavior: u.reducedMotion.matches ? "auto" : "smooth" });
+    el.temp.focus({ preventScroll: true });
+  }
+  addEventListener("hashchange", showHash);
+  document.addEventListener("click", ev => {
+    const a = ev.target.closest && ev.target.closest('a[href^="#c="]');
+    if (a && a.hash === location.hash) { ev.preventDefault(); showHash(); }
   });
 
   readHash();

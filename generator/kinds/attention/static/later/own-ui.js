@@ -117,7 +117,7 @@
     return {
       id: "own", own: params.toString(), label: "Your sentence: " + (plain.length > 40 ? plain.slice(0, 39) + "…" : plain), kind,
       note: "Your sentence, computed in your browser by the same designed model; the build-time checks do not cover it.",
-      queries: q.words.map(w => w.text), keys: (k || q).words.map(w => w.text), key_label: k ? "your source" : "",
+      queries: q.words.map(w => w.text), keys: (k || q).words.map(w => w.text), key_label: k ? "source" : "", // "…, in the source"
       roles_k: rk, residual: { before: before.map(x => x.slice(0, T.embedding_dims.length)), after }, heads, head_meta: HEAD_META
     };
   }
@@ -126,7 +126,7 @@
   function drawChips() {
     const focused = chips.contains(document.activeElement) && document.activeElement.dataset.chip;
     const list = (words, which) => words.map((w, i) => h("span", { class: w.guessed ? "sl-chip is-guessed" : "sl-chip" }, [
-      h("span", { "aria-hidden": "true" }, [w.text]),
+      h("span", { "aria-hidden": "true", title: w.guessed ? "Tag guessed from the spelling: check it" : null }, [w.text + (w.guessed ? " ?" : "")]),
       h("select", { "data-chip": `${which}${i}`, "aria-label": `Tag of “${w.text}”, ${which === "q" ? "" : "source "}word ${i + 1}` +
         (w.guessed ? " (guessed)" : "") }, CHIP_TAGS.map(t => h("option", { value: t, selected: t === w.tag ? "" : null }, [t])))]));
     chips.replaceChildren(...list(current.q.words, "q"), ...(current.k ? [h("span", { class: "sl-hint" }, ["Source:"]), ...list(current.k.words, "k")] : []));

@@ -86,9 +86,13 @@
     const what = v.cross ? `The queries (rows) come from one sentence and the keys (columns) from the ${S.key_label || "other"}, ` +
       `so the grid is ${S.queries.length} × ${S.keys.length}, not square.`
       : S.kind === "causal" && !v.real ? "The empty triangle above the diagonal is the causal mask: no word sees a word after it." : "";
-    kids.push(h("p", { class: "sl-hint" }, ["Each row is one word as the query, each column a key it can look at; the darker the " +
-      "cell, the more weight, and every row adds up to 100%. Point at or focus a cell for its percentage; press a word on the left " +
+    kids.push(h("p", { class: "sl-hint" }, ["Each row is one word as the query, each column a key it can look at; the stronger the " +
+      "orange of a cell, the more weight (scale below), and every row adds up to 100%. Point at or focus a cell for its percentage; press a word on the left " +
       "(or Enter on a cell) to make that word the query. " + what]));
+    // The colour scale, drawn with the cells' own mix, so it is true in light and in dark.
+    kids.push(h("p", { class: "sl-pat-scale" }, [h("span", null, ["0%"]),
+      h("span", { class: "sl-pat-ramp", role: "img", "aria-label": "Colour scale: from the background at 0% to full orange at 100%" }, []),
+      h("span", null, ["100% of a row"])]));
     if (X) kids.push(h("p", null, [h("button", { type: "button", class: "btn sl-pat-shuffle", "aria-pressed": String(shuffled) },
       ["Shuffle the words"]), " ", h("span", { class: "sl-hint" }, ["What is position for? Shuffle and see which heads notice."])]));
     else if (!v.real) kids.push(h("p", { class: "sl-hint" }, ["The shuffle is computed for the lab's own self-attention sentences " +

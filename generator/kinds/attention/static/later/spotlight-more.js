@@ -144,6 +144,16 @@
   const esc = s => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
   const ruler = document.createElement("canvas").getContext("2d");
   const width = (s, size, weight) => { ruler.font = `${weight} ${size}px ${FONT}`; return ruler.measureText(s).width; };
+  /** `s` in lines no wider than `max` at that font, broken between words (a word longer than a line stays whole). */
+  function wrap(s, max, size, weight) {
+    const lines = [""];
+    for (const w of String(s).trim().split(/\s+/)) {
+      const next = lines.at(-1) ? lines.at(-1) + " " + w : w;
+      if (lines.at(-1) && width(next, size, weight) > max) lines.push(w);
+      else lines[lines.length - 1] = next;
+    }
+    return lines;
+  }
 
   /** The view `v` (spotlight.js's view()) as drawing primitives, then as SVG text or on a 2D canvas:
       title, sentence, the words shaded by weight with the query marked, the links, and a legend of
@@ -174,13 +184,19 @@
       return lines.length;
     }
     let y = PAD;
-    text(caption, PAD, y + 22, 22, C.text, 700);
-    text(sentenceLabel, PAD, y + 50, 15, C.muted);
-    y += 72;
+    // The title in as many lines as it takes at the figure's width (a long caption is never cut).
+    for (const line of wrap(caption, W - 2 * PAD, 22, 700)) { text(line, PAD, y + 22, 22, C.text, 700); y += 28; }
+    text(sentenceLabel, PAD, y + 22, 15, C.muted);
+    y += 44;
     const arcH = 96, bandH = 72;
     const qTop = y + (cross ? 0 : arcH), qRows = place(qBoxes, qTop);
-    const kTop = cross ? qTop + qRows * (WH + GAP) + bandH : qTop, kRows = cross ? place(kBoxes, kTop) : qRows;
+    let kTop = cross ? qTop + qRows * (WH + GAP) + bandH : qTop;
+    const kRows = cross ? place(kBoxes, kTop) : qRows;
     const oneRow = qRows === 1 && kRows === 1;
+    if (cross && !oneRow) { // no links between the rows: no empty band for them either
+      kTop -= bandH - 2 * GAP;
+      kBoxes.forEach(b => { if (b.w) b.y -= bandH - 2 * GAP; });
+    }
     // Links first, under the words: as on the page, width and opacity grow with the weight.
     if (oneRow) {
       const from = qBoxes[q], fx = from.x + from.w / 2;
@@ -223,7 +239,8 @@
     y += per * LH + 12;
     const total = sum(keys.map(j => v.pct[j]));
     text(`Total ${total}%` + (keys.length < v.keys.length ? ` of the shown words (hidden: ${100 - total}%)` : ""), PAD, y + 14, 14, C.text, 700);
-    text("Attention Labs — every weight computed " + (v.s === "own" ? "in your browser" : "when the site was built"), W - PAD, y + 14, 13, C.muted, 400, "end");
+    const mine = v.s === "own" || !!(v.S && v.S.own); // "Your sentence": computed here, never at build
+    text("Attention Labs — every weight computed " + (mine ? "in your browser" : "when the site was built"), W - PAD, y + 14, 13, C.muted, 400, "end");
     const H = Math.round(y + 14 + PAD);
 
     const svg = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="${esc(FONT)}">`,
