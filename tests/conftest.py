@@ -112,11 +112,14 @@ def spotlight_payload(site_folder: Path, slug: str) -> dict:
     payload = json.loads(raw.group(1))
     lazy = payload.get("lazy")
     if lazy:
-        later = labs_data((folder / lazy["src"]).read_text(encoding="utf-8"), "sentenceHeads")
+        script = (folder / lazy["src"]).read_text(encoding="utf-8")
+        later = labs_data(script, "sentenceHeads")
+        notes = labs_data(script.split("\n", 1)[1], "sentenceNotes")  # the other sentences' notes, its second line
         assert sorted(later) == lazy["ids"]
         for sentence in payload["sentences"]:
             if sentence["heads"] is None:
                 sentence["heads"] = later[sentence["id"]]
+            sentence.setdefault("note", notes.get(sentence["id"], ""))
     return payload
 
 

@@ -141,10 +141,14 @@ class AttentionKind(LabKind):
         first = payload["heads"][0]["id"]
         full = {s["id"]: {hid: _as_json({**H, "residual": _as_json(s["residual"])} if hid == first else H)
                           for hid, H in s["heads"].items()} for s in sentences}
-        name, files[name] = lazy_script("sentences.js", "sentenceHeads", full)
+        # The other sentences' notes travel with their heads: shown only once those have loaded.
+        notes = {s["id"]: s["note"] for s in sentences if s["id"] != default and s.get("note")}
+        script = lazy_script("sentences.js", "sentenceHeads", full)[1] + lazy_script("notes.js", "sentenceNotes", notes)[1]
+        name = fingerprint("sentences.js", script)
+        files[name] = script
         payload["lazy"] = {"src": name, "ids": sorted(full)}
         payload["sentences"] = [
-            {**{k: v for k, v in s.items() if k not in ("residual", "heads")},
+            {**{k: v for k, v in s.items() if k not in ("residual", "heads") and (k != "note" or s["id"] == default)},
              "heads": {hid: _first_paint(H, s["kind"]) for hid, H in s["heads"].items()} if s["id"] == default else None}
             for s in sentences]
         # What the four moves alone read of each head (its dimensions, its bias explained) and the
@@ -175,8 +179,13 @@ class AttentionKind(LabKind):
         src = {key: shared_src(self.name, name) for key, name in shared.names.items()}
         payload["more"] = {"src": src["more"]}
         # "Your sentence": the designed model in JavaScript, its tables and its UI (own.py).
-        payload["own"] = {"src": src["own"], "real_src": src["own_real"],
-                          "model": inpage.page_part(lab.spec.model, (real or {}).get("inpage"))}
+        model = inpage.page_part(lab.spec.model, (real or {}).get("inpage"))
+        payload["own"] = {"src": src["own"], "real_src": src["own_real"]}
+        if "reason" in model:  # said as soon as the box opens
+            payload["own"]["model"] = model
+        else:  # where to load it and how close it is: loaded with own-real.js, off the first visit
+            name, files[name] = lazy_script("own-real-model.js", "ownRealModel", model)
+            payload["own"]["model_src"] = name
         # The pattern view (every query of a head at once): its code, the shuffles and the closest
         # learned heads load when the learner opens it (pattern.py).
         from generator.kinds.attention.pattern import lazy_pattern

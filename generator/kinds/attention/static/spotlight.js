@@ -47,7 +47,10 @@
   const LAZY = {
     sentenceHeads: file(data.lazy?.src, "this sentence's numbers", "pick it", () => got.sentenceHeads, () => {
       // The default sentence's embedded heads carry only what the first paint reads.
-      for (const S of data.sentences) if (!full(S)) S.heads = got.sentenceHeads[S.id] || S.heads;
+      for (const S of data.sentences) {
+        if (!full(S)) S.heads = got.sentenceHeads[S.id] || S.heads;
+        S.note ??= got.sentenceNotes?.[S.id] || ""; // the other sentences' notes come with their heads
+      }
     }),
     headFinder: file(real?.finder_src, "the head finder", "open the model view", () => got.headFinder),
     headDetails: file(data.details?.src, "the step-by-step numbers", "try", () => got.headDetails, () => {

@@ -4,7 +4,7 @@
    sentence (with a progress bar of bytes and a Cancel button).
    Labs.code.ownReal = { start(info, panel, say), offer(), sentence(text) → Promise<S | null>,
                          merge(encoding, attentions, layers, heads) }
-   info is the page's data.own.model (inpage.py): code, manifest, license, download_bytes,
+   info is Labs.data.ownRealModel, loaded with this script from data.own.model_src (inpage.page_part): code, manifest, license, download_bytes,
    model, shown (the accuracy bound in points), sentences. */
 (() => {
   "use strict";

@@ -15,12 +15,20 @@
   // Every designed head's description: a lab may show fewer heads than your sentence is computed with.
   const HEAD_META = T.heads.map(hd => ({ id: hd.id, name: hd.name, description: hd.description, bias: hd.bias, cross: hd.cross,
     q_dims: hd.q_dims, k_dims: hd.k_dims, v_dims: hd.v_dims, o_dims: hd.o_dims }));
+  const ui = {}; // what this module adds to the form: the choice of model (ownDesigned, ownReal) and the real model's panel (ownLoad)
   let door = null, box = null, msg = null, chips = null, current = null, files = null, realP = null;
 
   function start(d, f) {
     door = d;
     files = f || {};
     const { el } = door;
+    // The choice of model and the real model's panel: made here, not in the page, to keep them off the first visit.
+    const radio = (id, value, text) => h("label", null, [ui[id] = h("input", { type: "radio", name: "sl-own-which", id: "sl-own-" + value, value }), text]);
+    el.ownText.parentNode.after(h("fieldset", { class: "sl-field sl-own-which" }, [h("legend", null, ["Computed by"]),
+      radio("ownDesigned", "designed", " the designed heads (instant)"), radio("ownReal", "real", " the real model, MiniLM (a download)")]));
+    ui.ownDesigned.checked = true;
+    ui.ownLoad = h("div", { class: "sl-own-more", id: "sl-own-load", hidden: "" });
+    el.ownGo.after(ui.ownLoad);
     msg = h("p", { class: "sl-own-msg", role: "status" });
     chips = h("div", { class: "sl-own-chips", role: "group", "aria-label": "Tags of your words" });
     box = h("div", null, [msg, chips, h("p", { class: "sl-hint" }, [
@@ -34,29 +42,29 @@
     el.ownCausal.addEventListener("change", syncCausal);
     const why = files.model?.reason;
     if (why) { // the page offers no real model: say why, once, where the choice is
-      el.ownReal.disabled = true;
-      el.ownLoad.replaceChildren(h("p", { class: "sl-hint" }, [`The real model is not offered here: ${why}.`]));
-      el.ownLoad.hidden = false;
+      ui.ownReal.disabled = true;
+      ui.ownLoad.replaceChildren(h("p", { class: "sl-hint" }, [`The real model is not offered here: ${why}.`]));
+      ui.ownLoad.hidden = false;
     }
-    for (const r of [el.ownReal, el.ownDesigned]) r.addEventListener("change", choose);
+    for (const r of [ui.ownReal, ui.ownDesigned]) r.addEventListener("change", choose);
     if (isReal()) choose(); // picked while this code was loading
     syncCausal();
   }
-  const isReal = () => !!door.el.ownReal.checked && !door.el.ownReal.disabled;
+  const isReal = () => !!ui.ownReal.checked && !ui.ownReal.disabled;
   /** The learner picked a model: the real one loads its code and says its download size. */
   function choose() {
     syncCausal();
     for (const x of box.children) if (x !== msg) x.hidden = isReal(); // tags and the designed model's hint
     if (isReal()) {
-      door.el.ownLoad.hidden = false;
+      ui.ownLoad.hidden = false;
       real().then(R => R.offer(), () => {});
     }
-    else if (!files.model?.reason) door.el.ownLoad.hidden = true;
+    else if (!files.model?.reason) ui.ownLoad.hidden = true;
   }
   /** own-real.js (Labs.code.ownReal), loaded and started once. */
   function real() {
-    realP ||= Labs.util.load(files.real_src).then(() => {
-      Labs.code.ownReal.start(files.model, door.el.ownLoad, say);
+    realP ||= Promise.all([Labs.util.load(files.real_src), Labs.util.load(files.model_src)]).then(() => {
+      Labs.code.ownReal.start(Labs.data.ownRealModel, ui.ownLoad, say);
       return Labs.code.ownReal;
     });
     realP.catch(() => {
@@ -179,14 +187,14 @@
     const p = new URLSearchParams(hash.replace(/^#/, "")), { el } = door;
     const text = p.get("t") || "", source = p.get("src") || "", causal = p.get("c") === "1";
     el.ownText.value = text;
-    if (p.get("m") === "real" && !el.ownReal.disabled) {
-      el.ownReal.checked = true;
+    if (p.get("m") === "real" && !ui.ownReal.disabled) {
+      ui.ownReal.checked = true;
       choose();
       real().then(R => R.loaded() ? submitReal(text)
         : say("This link shows your sentence through the real model: press Show it to load the model and see it.", true), () => {});
       return null; // set through the door once computed
     }
-    el.ownDesigned.checked = true;
+    ui.ownDesigned.checked = true;
     choose();
     el.ownSource.value = source;
     el.ownCausal.checked = causal;
