@@ -251,7 +251,7 @@ def _lab_keys(source: SiteSource, theme_dir: Path | None, base_url: str | None,
 
 
 def _lab_digest(labs: Path, slug: str) -> str:
-    return buildcache.digest_files(buildcache.files_under(labs / slug))
+    return buildcache.digest_files(buildcache.files_under(labs / slug, labs.parent))
 
 
 def build(content_dir: Path, theme_dir: Path | None, output: Path, base_url: str | None = None,

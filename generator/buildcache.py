@@ -37,7 +37,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from generator.source import walk_once
+from generator.errors import Diagnostic
+from generator.filepolicy import walk_files
 
 log = logging.getLogger(__name__)
 
@@ -52,23 +53,26 @@ _LIBRARIES = ("markdown", "pygments", "latex2mathml", "nh3", "jinja2", "markupsa
               "rjsmin", "rcssmin")
 
 
-def files_under(folder: Path) -> list[tuple[str, Path]]:
+def files_under(folder: Path, inside: Path | None = None) -> list[tuple[str, Path]]:
     """Every file below ``folder`` (recursively, following symlinks as the loader does, each
-    folder once: a loop of links is not walked forever), sorted."""
+    folder once: a loop of links is not walked forever), sorted. With ``inside`` (the content
+    folder), under the file policy (:mod:`generator.filepolicy`): a link out of it, a FIFO or a
+    device is neither followed nor read, but counted by its name (the loader reports it)."""
     out: list[tuple[str, Path]] = []
-    for dirpath, _, filenames in walk_once(folder):
-        for name in filenames:
-            path = Path(dirpath, name)
-            out.append((path.relative_to(folder).as_posix(), path))
+    refused: list[Diagnostic] = []
+    for rel, path in walk_files(folder, inside, None, refused):
+        out.append((rel, path))
+    out += [(f"\0refused\0{d.path}\0{d.message}", folder) for d in refused]
     return sorted(out)
 
 
 def digest_files(paths: Iterable[tuple[str, Path]]) -> str:
-    """SHA-256 over the names and bytes of ``paths`` (an unreadable file counts as a marker)."""
+    """SHA-256 over the names and bytes of ``paths`` (an unreadable file counts as a marker;
+    anything but a regular file is never opened: a FIFO would block, /dev/zero never end)."""
     h = hashlib.sha256()
     for rel, path in paths:
         try:
-            data = path.read_bytes()
+            data = path.read_bytes() if path.is_file() else b"\0not a file"
         except OSError:  # vanished or unreadable mid-scan: the loader will say so
             data = b"\0unreadable"
         h.update(rel.encode("utf-8", "surrogateescape") + b"\0" + str(len(data)).encode() + b"\0" + data)

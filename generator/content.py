@@ -29,7 +29,8 @@ from generator.markdown_render import MarkdownLimit, RenderedMarkdown, render_ma
 from generator.slug import slugify
 from generator.model import (Card, Content, FaqItem, Lab, LegendItem, Option, Question, Quiz, Section, Site, Topic,
                              quiz_storage_key)
-from generator.source import Reader, YamlDoc, load_yaml, outside_problem, read_text, walk_once
+from generator.filepolicy import file_problem, walk_files
+from generator.source import Reader, YamlDoc, load_yaml, read_text
 
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?")
@@ -71,7 +72,7 @@ class _Loader:
 
     def contained(self, reader: Reader, where: tuple, folder: Path, name: str) -> Path | None:
         """``folder/name`` if, as written, it stays inside ``folder`` (no ``..`` or absolute path).
-        Symbolic links are the content-wide policy's (see :func:`generator.source.outside_problem`),
+        Symbolic links are the content-wide policy's (see :mod:`generator.filepolicy`),
         checked when the file is read."""
         target = Path(os.path.normpath(folder / name))
         if not target.is_relative_to(Path(os.path.normpath(folder))):
@@ -545,11 +546,17 @@ def load_lab(source: SiteSource, slug: str) -> tuple[Lab | None, tuple[Diagnosti
     A pure function of the lab's files and the site, so labs can load in parallel and a
     rebuild can reuse the labs whose files did not change."""
     loader = _Loader(source.root)
-    folder_problem = outside_problem(source.root / "labs" / slug, source.root, source.root.parent)
+    folder = source.root / "labs" / slug
+    folder_problem = file_problem(folder, source.root, source.root.parent)
     if folder_problem is not None:  # nothing is read through a link out of content/
         return None, (folder_problem,)
-    lab = loader.lab(slug, source.root / "labs" / slug, source.site, source.links)
-    return lab, tuple(loader.diags.items)
+    policy: list[Diagnostic] = []  # the file policy over the whole folder, before anything is read
+    for _ in walk_files(folder, source.root, source.root.parent, policy):
+        pass
+    lab = loader.lab(slug, folder, source.site, source.links)
+    reported = {(d.path, d.message) for d in loader.diags.items}
+    problems = loader.diags.items + [p for p in policy if (p.path, p.message) not in reported]
+    return (lab if not problems else None), tuple(problems)
 
 
 def assemble(source: SiteSource, loaded: list[tuple[Lab | None, tuple[Diagnostic, ...]]]) -> Content:
@@ -606,41 +613,24 @@ def static_files(root: Path, generated: Collection[str]) -> dict[str, bytes]:
     if not os.path.lexists(folder):
         return {}
     problems: list[Diagnostic] = []
-    problem = outside_problem(folder, Path(root), Path(root).parent)
+    problem = file_problem(folder, Path(root), Path(root).parent)
     if problem is not None:
         raise ContentError([problem])
     if not folder.is_dir():
         raise ContentError([Diagnostic(display_path(folder, Path(root).parent), 1, 1,
                                        "content/static must be a folder of files to copy into the site")])
     out: dict[str, bytes] = {}
-    for dirpath, dirnames, filenames in walk_once(folder):
-        here = Path(dirpath)
-        kept = []
-        for name in sorted(dirnames):
-            problem = outside_problem(here / name, Path(root), Path(root).parent)
-            if problem is not None:
-                problems.append(problem)
-            else:
-                kept.append(name)
-        dirnames[:] = kept
-        for name in sorted(filenames):
-            path = here / name
-            rel = path.relative_to(folder).as_posix()
-            shown = display_path(path, Path(root).parent) if not path.is_symlink() else None
-            problem = outside_problem(path, Path(root), Path(root).parent)
-            if problem is not None:
-                problems.append(problem)
-                continue
-            shown = shown or display_path(path.parent, Path(root).parent) + "/" + name
-            if rel in generated:
-                what = "the build's own marker" if rel.startswith(".labs-build") else "a page or file the build generates"
-                problems.append(Diagnostic(shown, 1, 1, f"{STATIC_DIR}/{rel} would replace {rel}, {what}; "
-                                                        "rename or move it"))
-                continue
-            try:
-                out[rel] = path.read_bytes()
-            except OSError as exc:
-                problems.append(Diagnostic(shown, 1, 1, f"cannot read file: {exc.strerror}"))
+    for rel, path in walk_files(folder, Path(root), Path(root).parent, problems):  # never opens a FIFO
+        shown = display_path(path.parent, Path(root).parent) + "/" + path.name
+        if rel in generated:
+            what = "the build's own marker" if rel.startswith(".labs-build") else "a page or file the build generates"
+            problems.append(Diagnostic(shown, 1, 1, f"{STATIC_DIR}/{rel} would replace {rel}, {what}; "
+                                                    "rename or move it"))
+            continue
+        try:
+            out[rel] = path.read_bytes()
+        except OSError as exc:
+            problems.append(Diagnostic(shown, 1, 1, f"cannot read file: {exc.strerror}"))
     if problems:
         raise ContentError(problems)
     return out

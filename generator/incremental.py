@@ -167,7 +167,7 @@ class SiteBuilder:
                     rescan: bool) -> tuple[str, _LabEntry | None]:
         """The lab folder's digest, and its entry if its files, topics and link answers are unchanged."""
         entry = self._labs.get(slug)
-        digest = _digest(_files_under(source.root / "labs" / slug)) if entry is None or rescan else entry.digest
+        digest = _digest(_files_under(source.root / "labs" / slug, source.root)) if entry is None or rescan else entry.digest
         if (entry is not None and entry.digest == digest and entry.topics == topics
                 and all(source.links.problem(href) == answer for href, answer in entry.asked.items())):
             return digest, entry

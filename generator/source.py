@@ -9,9 +9,7 @@ and every complaint it makes carries the exact ``file:line:col`` of the offendin
 from __future__ import annotations
 
 import math
-import os
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -20,6 +18,7 @@ from typing import Any
 import yaml
 
 from generator.errors import ContentError, Diagnostic, Diagnostics, did_you_mean, display_path
+from generator.filepolicy import file_problem, link_outside, outside_problem, regular_problem, walk_once  # noqa: F401 (re-exported)
 
 Where = tuple  # a path into a YAML document: keys (str) and indexes (int)
 
@@ -36,67 +35,6 @@ def _diag(path: str, text: str, line: int, column: int, message: str, lines: lis
     return Diagnostic(path, line, column, message, source_line)
 
 
-def link_outside(path: Path, inside: Path) -> tuple[Path, Path | None] | None:
-    """The first symbolic link on the way from ``inside`` down to ``path`` that leads out of
-    ``inside`` (or loops): the link and where it leads (None for a loop); None if every link on
-    the way stays inside. ``path`` is taken as written (below ``inside``), not resolved."""
-    try:
-        parts = Path(path).relative_to(inside).parts
-    except (ValueError, OSError, RuntimeError):
-        return None
-    current = Path(inside)
-    for part in parts:
-        current = current / part
-        if current.is_symlink():
-            try:
-                boundary = inside.resolve()  # (only once there is a link: it costs a system call a folder)
-            except (ValueError, OSError, RuntimeError):
-                return None
-            try:
-                target = current.resolve(strict=False)
-            except (OSError, RuntimeError):  # a loop of links
-                return current, None
-            if not target.is_relative_to(boundary):
-                return current, target
-    return None
-
-
-def _shown_link(link: Path, root: Path | None) -> str:
-    """Like :func:`display_path`, for the link itself (display_path would show where it leads)."""
-    absolute = link.parent.resolve() / link.name
-    for base in (Path.cwd(), root):
-        if base is not None and absolute.is_relative_to(base.resolve()):
-            return absolute.relative_to(base.resolve()).as_posix()
-    return absolute.as_posix()
-
-
-def walk_once(folder: Path) -> Iterator[tuple[str, list[str], list[str]]]:
-    """``os.walk(folder)`` following symbolic links, as the loader does, but each real folder
-    once: a loop of links is not walked forever. Prune ``dirnames`` in place as with os.walk."""
-    seen: set[str] = set()
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
-        real = os.path.realpath(dirpath)
-        if real in seen:
-            dirnames[:] = []
-            continue
-        seen.add(real)
-        yield dirpath, dirnames, filenames
-
-
-def outside_problem(path: Path, inside: Path, root: Path | None = None) -> Diagnostic | None:
-    """The symlink policy, as a diagnostic naming the link: nothing is read through a link that
-    leads out of the content (or theme) folder ``inside``; links that stay inside are fine."""
-    found = link_outside(path, inside)
-    if found is None:
-        return None
-    link, target = found
-    shown = _shown_link(link, root)
-    if target is None:
-        return Diagnostic(shown, 1, 1, f"{shown} is a symbolic link that loops back on itself")
-    return Diagnostic(shown, 1, 1, f"{shown} is a symbolic link to {display_path(target, root)}, "
-                                   f"outside {display_path(inside, root)}/")
-
-
 def read_text(path: Path, root: Path | None = None, *, allow_empty: bool = False, inside: Path | None = None) -> str:
     """The UTF-8 text of ``path``; a :class:`ContentError` for a missing, unreadable,
     non-UTF-8 or empty file, or a folder where a file should be. With ``inside`` (the content
@@ -104,10 +42,9 @@ def read_text(path: Path, root: Path | None = None, *, allow_empty: bool = False
     def shown() -> str:  # only when there is an error to report: it resolves the path
         return display_path(path, root)
 
-    if inside is not None:
-        problem = outside_problem(path, inside, root)
-        if problem is not None:
-            raise ContentError([problem])
+    problem = file_problem(path, inside, root)  # before opening it: a FIFO would block, /dev/zero never end
+    if problem is not None:
+        raise ContentError([problem])
     try:
         raw = path.read_bytes()
     except FileNotFoundError:

@@ -19,7 +19,7 @@ from markupsafe import Markup
 
 from generator.errors import BuildError, ContentError, Diagnostic, SiteError, display_path
 from generator.kinds import LabKind
-from generator.source import outside_problem
+from generator.filepolicy import outside_problem, regular_problem
 
 # The theme that ships inside the package (a non-editable install copies theme/ there), else
 # the one of a source checkout.
@@ -187,9 +187,14 @@ def _tree(folder: Path, prefix: str, inside: Path | None = None,
         dirnames[:] = keep
         for name in filenames:
             f = here / name
-            if name.startswith(".") or not f.is_file():
+            if name.startswith("."):
                 continue
             if inside is not None and _escapes(f, inside, problems):
+                continue
+            if not f.is_file():  # a FIFO, a device or a socket is never opened; a custom theme's is an error
+                special = regular_problem(f) if inside is not None else None
+                if special is not None and problems is not None:
+                    problems.append(special)
                 continue
             out[prefix + f.relative_to(folder).as_posix()] = f
     return out
