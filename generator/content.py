@@ -508,6 +508,23 @@ class RecordingLinkTargets(LinkTargets):
         return answer
 
 
+_NUMBER_LINE = re.compile(r"^number:[ \t]*([0-9]{1,3})[ \t]*(?:#.*)?$", re.MULTILINE)
+
+
+def written_number(folder: Path) -> int:
+    """The ``number:`` a lab folder's lab.yaml gives at its top level, as the site orders labs
+    that site.yaml does not list (by number, then by folder name); past every number if there is
+    none to read (the loader reports why)."""
+    path = folder / "lab.yaml"
+    if file_problem(path, folder.parent.parent, None) is not None or not path.is_file():
+        return MAX_LAB_NUMBER + 1
+    try:
+        found = _NUMBER_LINE.search(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return MAX_LAB_NUMBER + 1
+    return int(found.group(1)) if found else MAX_LAB_NUMBER + 1
+
+
 def lab_folders(root: Path) -> list[str]:
     labs_dir = root / "labs"
     if not labs_dir.is_dir():
@@ -547,7 +564,8 @@ def load_site(root: Path) -> SiteSource:
         if not SLUG_RE.match(slug):
             loader.diags.add(Diagnostic(display_path(root / "labs" / slug, root.parent), 1, 1,
                                         f"lab folder name {slug!r} must be lower-case letters, digits and dashes"))
-    order = [s for s in site.lab_order if s in folders] + [s for s in folders if s not in site.lab_order]
+    order = [s for s in site.lab_order if s in folders] + sorted(
+        (s for s in folders if s not in site.lab_order), key=lambda s: (written_number(root / "labs" / s), s))
     order = [s for s in order if SLUG_RE.match(s)]
     links = LinkTargets(order, [t.slug for t in site.topics])
     return SiteSource(root, site, tuple(order), links, tuple(loader.diags.items))

@@ -103,7 +103,7 @@ templates/lab.html, static/css/10-base.css, kinds/<kind>/widget.html, … A new 
 (static/css/50-mine.css joins the site's stylesheet). Empty: the default theme as it is.
 """
 
-GITIGNORE = "site/\n"
+GITIGNORE = "site/\n.labs-cache/\n"
 
 
 def new_lab(content: Path, slug: str, title: str | None = None, topic: str | None = None,
