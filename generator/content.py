@@ -39,8 +39,9 @@ _LANGUAGE = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*")  # BCP 47's shape
 
 def valid_base_url(url: str) -> bool:
     """An absolute http(s) URL with a plain host and nothing a URL must not hold unescaped
-    (spaces, quotes, angle brackets, backslashes, control characters)."""
-    if any(c.isspace() or c in "\"'<>\\`{}|^" or not c.isprintable() or not c.isascii() for c in url):
+    (spaces, quotes, angle brackets, backslashes, control characters), and no ?query or #fragment:
+    every page's URL is made by appending its path."""
+    if any(c.isspace() or c in "\"'<>\\`{}|^?#" or not c.isprintable() or not c.isascii() for c in url):
         return False
     scheme, _, rest = url.partition("://")
     host = rest.split("/", 1)[0]
@@ -173,7 +174,8 @@ class _Loader:
                 topics.append(Topic(slug, title, blurb.strip()))
         base_url = r.string(("base_url",), required=False, multiline=False) or ""
         if base_url and not valid_base_url(base_url):
-            r.error(("base_url",), f"base_url {base_url!r} must be an absolute http(s) URL such as https://example.org/labs/")
+            r.error(("base_url",), f"base_url {base_url!r} must be an absolute http(s) URL such as https://example.org/labs/, "
+                                 "with no ?query or #fragment")
             base_url = ""
         if base_url and not base_url.endswith("/"):
             base_url += "/"
