@@ -370,6 +370,11 @@ class Reader:
             self.error(where, f"{_label(where)} must be text, not {_kind(value)}")
             return None
         text = self.doc.raw.get(where, str(value)) if not isinstance(value, str) else value
+        control = next((c for c in text if (c < " " and c not in "\n\t") or "\x7f" <= c <= "\x9f"), None)
+        if control is not None:  # from an escape such as "\0", "\a" or "\x1b": it would reach <title> as it is
+            self.error(where, f"{_label(where)} holds the control character U+{ord(control):04X} "
+                              "(written as an escape); remove it")
+            return None
         if not text.strip():
             self.error(where, f"{_label(where)} must not be empty")
             return None

@@ -66,3 +66,9 @@ def test_a_base_url_with_a_query_or_fragment_is_an_error(project, capsys, url):
     _error_at(capsys, "content/site.yaml:", "no ?query or #fragment")
     code, _, err = run_labs(capsys, "build", "--base-url", url)
     assert code == 2, err
+
+
+@pytest.mark.parametrize("escape", ["\\0", "\\x1b", "\\a", "\\x85"])
+def test_a_control_character_from_a_yaml_escape_is_an_error(project, capsys, escape):
+    _edit(project / ALPHA, "title: Alpha", f'title: "Al{escape}pha"')
+    _error_at(capsys, ALPHA + ":3:", "control character")
