@@ -43,19 +43,20 @@ cards:
     title: A card
     body: A short aside in **Markdown**.
 
-# Everything below is specific to labs of kind '{kind}'.
+# Below: the legend (common to every lab, optional), then the keys of labs of kind '{kind}'.
 """
 
 GIST_MD = """\
 Write the idea of the lab in a short paragraph. *Markdown* works, and so does math:
-$\\mathrm{{softmax}}(QK^\\top/\\sqrt{{d}})V$.
+$\\frac{{a}}{{b}}$ inline, or a display formula between double dollar signs.
 """
 
 HOOD_MD = """\
 Explain how it works. Fenced code is highlighted:
 
 ```python
-weights = softmax(q @ k.T / np.sqrt(d))
+import numpy as np
+print(np.round(np.exp([1.0, 2.0]), 2))
 ```
 
 Link to other parts of the page with `#anchors`, for example the [FAQ](#faq).

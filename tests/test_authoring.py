@@ -35,3 +35,30 @@ def test_unlisted_labs_sort_by_number_and_new_says_where(tmp_path, monkeypatch, 
                               if line.startswith("number:")).split(":")[1]) for slug in order}
     assert order == sorted(order, key=numbers.get), (order, numbers)
     assert order[-2:] == ["zeta", "alpha-two"] and set(made) <= set(order)
+
+
+def test_scaffolds_agree_with_the_readme_and_their_kind(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert run_labs(capsys, "init", "s")[0] == 0
+    labs = tmp_path / "s/content/labs"
+    sampling = next(p for p in labs.iterdir() if "sampling" in p.name)
+    for name in ("gist.md", "under-the-hood.md"):  # not the attention formula or code
+        text = (sampling / name).read_text(encoding="utf-8")
+        assert "QK" not in text and "softmax(q @ k" not in text, text
+    for lab in labs.iterdir():
+        text = (lab / "lab.yaml").read_text(encoding="utf-8")
+        assert "legend (common to every lab" in text and "specific to labs of kind" not in text
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    keys = readme[readme.index("    lab.yaml "):readme.index("gist.md ")]
+    assert "subtitle" in keys and "gist" in keys and "legend" in keys
+
+
+def test_the_scaffold_word_question_says_which_head_it_uses(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert run_labs(capsys, "init", "s")[0] == 0
+    lab = next(p for p in (tmp_path / "s/content/labs").iterdir() if "attention" in p.name)
+    quiz = (lab / "quiz.yaml").read_text(encoding="utf-8")
+    word = quiz[quiz.index("type: word"):]
+    assert "head:" in word and "default head" in word, word
+    monkeypatch.chdir(tmp_path / "s")
+    assert run_labs(capsys, "check")[0] == 0
