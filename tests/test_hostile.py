@@ -72,3 +72,32 @@ def test_a_base_url_with_a_query_or_fragment_is_an_error(project, capsys, url):
 def test_a_control_character_from_a_yaml_escape_is_an_error(project, capsys, escape):
     _edit(project / ALPHA, "title: Alpha", f'title: "Al{escape}pha"')
     _error_at(capsys, ALPHA + ":3:", "control character")
+
+
+@pytest.mark.parametrize("text, words", [
+    ('{"entries": {}, "format": "attention-labs/real-heads-cache", "version": ' + "9" * 5001 + "}",
+     "thousands of digits"),
+    ("[" * 100_000 + "]" * 100_000, "nested"),
+], ids=["5001-digits", "100000-nested"])
+def test_an_unreadable_real_heads_cache_is_an_error_at_the_file(tmp_path, text, words):
+    from generator.errors import ContentError
+    from generator.kinds.attention.cache import load_cache
+
+    path = tmp_path / "real-heads.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ContentError) as info:
+        load_cache(path)
+    [diagnostic] = info.value.diagnostics
+    assert diagnostic.path.endswith("real-heads.json") and words in diagnostic.message, diagnostic
+
+
+def test_a_fifo_as_the_real_heads_cache_is_an_error_not_a_hang(tmp_path):
+    import os
+
+    from generator.errors import ContentError
+    from generator.kinds.attention.cache import load_cache
+
+    path = tmp_path / "real-heads.json"
+    os.mkfifo(path)
+    with pytest.raises(ContentError, match="named pipe"):
+        load_cache(path)
