@@ -101,3 +101,13 @@ def test_a_fifo_as_the_real_heads_cache_is_an_error_not_a_hang(tmp_path):
     os.mkfifo(path)
     with pytest.raises(ContentError, match="named pipe"):
         load_cache(path)
+
+
+def test_a_multi_line_math_error_prints_one_positioned_line(project, capsys):
+    from generator.errors import Diagnostic
+
+    assert "\n" not in str(Diagnostic("a.md", 1, 2, "bad math:\n  \\frac{1}{\n  here"))
+    gist = project / "content/labs/alpha/gist.md"
+    gist.write_text(gist.read_text(encoding="utf-8") + "\n$$\n\\frac{1}{\n\\begin{x}\n$$\n", encoding="utf-8")
+    code, _, err = run_labs(capsys, "check")
+    assert code == 1 and all(POSITIONED.match(line) for line in err[:-1]), err
