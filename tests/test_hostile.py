@@ -111,3 +111,11 @@ def test_a_multi_line_math_error_prints_one_positioned_line(project, capsys):
     gist.write_text(gist.read_text(encoding="utf-8") + "\n$$\n\\frac{1}{\n\\begin{x}\n$$\n", encoding="utf-8")
     code, _, err = run_labs(capsys, "check")
     assert code == 1 and all(POSITIONED.match(line) for line in err[:-1]), err
+
+
+def test_the_lab_link_rewrite_leaves_inline_code_alone():
+    from generator.markdown_render import render_markdown
+
+    html = render_markdown('Write `<a href="lab:beta">` or [Beta](lab:beta).',
+                           lambda href: "../beta/" if href.startswith("lab:") else None).html
+    assert 'href="../beta/"' in html and "lab:beta" in html.split("<code>")[1].split("</code>")[0], html
