@@ -62,10 +62,10 @@ _LAB_STATE: dict[str, Any] = {}
 
 def _set_lab_state(content: Content, theme_dir: Path | None, base_url: str | None,
                    options: Mapping[str, Any] | None, write_into: Path | None, cache: BuildCache | None,
-                   keys: Mapping[str, str]) -> None:
+                   keys: Mapping[str, str], partial: frozenset[str] = frozenset()) -> None:
     _LAB_STATE.clear()
     _LAB_STATE.update(content=content, theme_dir=theme_dir, base_url=base_url, options=options,
-                      write_into=write_into, cache=cache, keys=keys, renderer=None)
+                      write_into=write_into, cache=cache, keys=keys, partial=partial, renderer=None)
 
 
 def _note(text: str) -> str:
@@ -90,20 +90,26 @@ def _compute_and_render(index: int) -> LabBuilt:
     state = _LAB_STATE
     content: Content = state["content"]
     lab = content.labs[index]
-    computed = compute_lab(lab, state["options"])
+    try:
+        computed = compute_lab(lab, state["options"])
+    except Exception:
+        if lab.slug not in state["partial"]:
+            raise
+        # A lab with mistakes that its kind cannot compute: its load errors are the news.
+        return LabBuilt(lab.slug, {}, (), {}, (), ())
     if state["renderer"] is None:
         state["renderer"] = Renderer(content, Theme(state["theme_dir"], kinds_of(content)), state["base_url"])
     try:
         rendered = render_lab(state["renderer"], index, computed.payload)
         files, links, warnings = rendered.files, rendered.links, rendered.warnings
     except Exception:
-        if not computed.problems:
+        if not computed.problems and lab.slug not in state["partial"]:
             raise
         # A page that cannot be drawn from numbers with mistakes: the mistakes are the news.
         files, links, warnings = {}, {}, ()
         state["renderer"].warnings.clear()
     notes, problems = tuple(computed.notes) + warnings, tuple(computed.problems)
-    if problems:
+    if problems or lab.slug in state["partial"]:  # never kept or written: the build reports its mistakes
         return LabBuilt(lab.slug, files, (), links, notes, problems)
     cache: BuildCache | None = state["cache"]
     if cache is not None:
@@ -170,8 +176,11 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
         todo = [slug for slug in source.order if slug not in stored]
         fresh = dict(zip(todo, map_labs(partial(load_lab, source), todo), strict=True))
         content, problems = assemble_partial(
-            source, [(stored[slug].lab, ()) if slug in stored else (fresh[slug].lab, fresh[slug].diagnostics)
-                     for slug in source.order])
+            source, [(stored[slug].lab, ()) if slug in stored
+                     else (fresh[slug].lab or fresh[slug].partial, fresh[slug].diagnostics) for slug in source.order])
+        # A lab with mistakes that loaded far enough is computed, rendered and link-checked as well
+        # (one run, every error), but never kept in the build cache.
+        unfinished = {slug for slug, loaded in fresh.items() if loaded.lab is None and loaded.partial is not None}
         if not problems:
             report(f"loaded {len(content.labs)} lab{'s' * (len(content.labs) != 1)} from "
                    f"{display_path(content_dir)}/ ({time.perf_counter() - started:.2f} s)"
@@ -188,7 +197,8 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
     index = {lab.slug: i for i, lab in enumerate(content.labs)}
     try:
         with lab_pool(content_dir, len(to_compute), _set_lab_state,
-                      (content, theme_dir, base_url, options, write_into, cache, keys)) as map_labs:
+                      (content, theme_dir, base_url, options, write_into, cache, keys,
+                       frozenset(unfinished))) as map_labs:
             built = list(map_labs(compute_and_render, [index[lab.slug] for lab in to_compute]))
     except ContentError as exc:  # a kind that raised instead of returning its problems, or a theme mistake
         raise ContentError(problems + exc.diagnostics) from None
@@ -222,10 +232,18 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
                     | {path: page for b in built for path, page in b.links.items()})
     known = set(files) | set(written)
     if problems:
+        unrendered = unfinished - {b.slug for b in built if b.files}  # pages that could not be drawn
         unbuilt = {slug: [source.links.resolve(href) or href for href, answer in fresh[slug].asked.items()
                           if answer is None]
-                   for slug in source.order if slug in fresh and fresh[slug].lab is None}
-        raise ContentError(problems + partial_link_problems(links, known, content, unbuilt))
+                   for slug in source.order if slug in fresh and fresh[slug].lab is None
+                   and (slug not in unfinished or slug in unrendered)}
+        # A lab with mistakes is rendered as far as it loaded: a link it wrote to an unknown lab
+        # was reported where it was written; its page would only repeat it.
+        reported = {": " + (source.links.resolve(href) or href) for loaded in fresh.values()
+                    for href, answer in loaded.asked.items() if answer is not None}
+        reported |= {f"link to a missing anchor: #{i}" for slug in unfinished for i in fresh[slug].lost}
+        raise ContentError(problems + [d for d in partial_link_problems(links, known, content, unbuilt)
+                                       if not any(d.message.endswith(r) for r in reported)])
     link_problems = check_links(links, known, content)
     if link_problems:
         raise ContentError(link_problems)

@@ -77,7 +77,27 @@ def cmd_new(args: argparse.Namespace) -> int:
 
     folder = new_lab(args.content, args.slug, title=args.title, topic=args.topic, kind=args.kind)
     _out(f"created {display_path(folder)}/ — edit its files, then run `labs build`")
+    _out(_where_it_appears(args.content, args.slug))
     return 0
+
+
+def _where_it_appears(content: Path, slug: str) -> str:
+    """Where a new lab comes in the site's order (index page, previous/next links)."""
+    from generator.content import load_site, written_number
+
+    try:
+        source = load_site(content)
+    except SiteError:
+        return "it appears once content/site.yaml reads without mistakes"
+    order = list(source.order)
+    if slug not in order:
+        return "it does not appear until its folder name is lower-case letters, digits and dashes"
+    i = order.index(slug)
+    place = f"after {order[i - 1]!r}" if i > 0 else "first"
+    how = ("by number, after the labs site.yaml lists (add it to site.yaml's labs: to place it yourself)"
+           if source.site.lab_order else "by number (list labs in site.yaml's labs: to order them yourself)")
+    return f"as lab {written_number(content / 'labs' / slug):02d} it appears {place}, {i + 1} of {len(order)}: " \
+           f"unlisted labs come {how}"
 
 
 def cmd_init(args: argparse.Namespace) -> int:

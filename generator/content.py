@@ -40,8 +40,9 @@ _LANGUAGE = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*")  # BCP 47's shape
 
 def valid_base_url(url: str) -> bool:
     """An absolute http(s) URL with a plain host and nothing a URL must not hold unescaped
-    (spaces, quotes, angle brackets, backslashes, control characters)."""
-    if any(c.isspace() or c in "\"'<>\\`{}|^" or not c.isprintable() or not c.isascii() for c in url):
+    (spaces, quotes, angle brackets, backslashes, control characters), and no ?query or #fragment:
+    every page's URL is made by appending its path."""
+    if any(c.isspace() or c in "\"'<>\\`{}|^?#" or not c.isprintable() or not c.isascii() for c in url):
         return False
     scheme, _, rest = url.partition("://")
     host = rest.split("/", 1)[0]
@@ -62,6 +63,8 @@ class _Loader:
     def __init__(self, root: Path):
         self.root = root
         self.diags = Diagnostics()
+        self.partial: Lab | None = None  # the last lab with mistakes, as far as it loaded
+        self.lost: set[str] = set()  # ids of its parts left out for their mistakes (links to them are not broken)
 
     # -- files ------------------------------------------------------------------------
     def yaml(self, path: Path) -> YamlDoc | None:
@@ -172,7 +175,8 @@ class _Loader:
                 topics.append(Topic(slug, title, blurb.strip()))
         base_url = r.string(("base_url",), required=False, multiline=False) or ""
         if base_url and not valid_base_url(base_url):
-            r.error(("base_url",), f"base_url {base_url!r} must be an absolute http(s) URL such as https://example.org/labs/")
+            r.error(("base_url",), f"base_url {base_url!r} must be an absolute http(s) URL such as https://example.org/labs/, "
+                                 "with no ?query or #fragment")
             base_url = ""
         if base_url and not base_url.endswith("/"):
             base_url += "/"
@@ -240,6 +244,7 @@ class _Loader:
         for i, s in enumerate(sections):
             if ids.count(s.id) > 1:
                 r.error(("sections", i), f"duplicate section id {s.id!r}")
+        sections = [s for i, s in enumerate(sections) if s.id not in ids[:i]]  # (the first of each, if it loads partly)
         cards = []
         for i, _ in enumerate(r.sequence(("cards",), nonempty=False) or []):
             if r.mapping(("cards", i), required=("title", "body"), optional=("icon",)) is None:
@@ -255,10 +260,10 @@ class _Loader:
             r.error(("kind",), f"lab kind {kind.name!r} could not read this lab and gave no reason")
         faq = self.faq(folder / "faq.yaml", links)
         quiz = self.quiz(folder / "quiz.yaml", slug, kind, spec, links)
-        if (len(self.diags.items) > before or number is None or lab_title is None or tagline is None
-                or summary is None or topic is None or gist is None or spec is None or faq is None or quiz is None):
+        if (number is None or lab_title is None or tagline is None or summary is None or topic is None
+                or gist is None or spec is None):
             return None
-        return Lab(
+        lab = Lab(
             slug=slug,
             number=number,
             title=lab_title,
@@ -270,13 +275,17 @@ class _Loader:
             gist=gist,
             sections=tuple(sections),
             cards=tuple(cards),
-            faq=faq,
-            quiz=quiz,
+            faq=faq or (),
+            quiz=quiz or Quiz((), quiz_storage_key(slug, "")),
             kind=kind.name,
             spec=spec,
             source_dir=folder,
             number_at=(doc.path, *doc.position(("number",))),
         )
+        if len(self.diags.items) > before or faq is None or quiz is None:
+            self.partial = lab  # as far as it loaded: still computed and link-checked, never written
+            return None
+        return lab
 
     def section(self, r: Reader, where: tuple, folder: Path, links, default_id: str = "") -> Section | None:
         if r.mapping(where, required=("file", "kicker") + (() if default_id else ("title",)),
@@ -289,6 +298,7 @@ class _Loader:
             r.error(where + ("id",), f"section id {section_id!r} must be lower-case letters, digits and dashes")
         rendered = self.markdown(r, where + ("file",), folder, links)
         if rendered is None or kicker is None:
+            self.lost.add(section_id)
             return None
         return Section(section_id, kicker, title, rendered[0].html, rendered[1])
 
@@ -326,6 +336,7 @@ class _Loader:
             return None
         items, ids = [], set()
         for i, _ in enumerate(r.sequence(()) or []):
+            before = len(self.diags.items)
             if r.mapping((i,), required=("question", "answer"), optional=("id",)) is None:
                 continue
             question = r.string((i, "question"), multiline=False)
@@ -338,9 +349,11 @@ class _Loader:
                 r.error((i, "id"), f"duplicate FAQ id {given!r}")
             elif item_id in ids:
                 r.error((i, "question"), f"duplicate FAQ id {item_id!r}; give one of them an 'id'")
-            if question and answer:
+            if question and answer and len(self.diags.items) == before:  # (an item with a mistake: left out)
                 ids.add(item_id)
                 items.append(FaqItem(item_id, question, answer.html, answer.text))
+            elif item_id:
+                self.lost.add(item_id)
         return tuple(items)
 
     def quiz(self, path: Path, slug: str, kind: LabKind, spec, links) -> Quiz | None:
@@ -353,6 +366,8 @@ class _Loader:
         for i, value in enumerate(r.sequence(("questions",)) or []):
             q = self.question(r, ("questions", i), i, kind, spec, links)
             if q is None:
+                given = r.value(("questions", i, "id"))
+                self.lost.add(given if isinstance(given, str) else f"q{i + 1}")
                 continue
             if q.id in ids:
                 r.error(("questions", i, "id"), f"duplicate question id {q.id!r}")
@@ -506,6 +521,23 @@ class RecordingLinkTargets(LinkTargets):
         return answer
 
 
+_NUMBER_LINE = re.compile(r"^number:[ \t]*([0-9]{1,3})[ \t]*(?:#.*)?$", re.MULTILINE)
+
+
+def written_number(folder: Path) -> int:
+    """The ``number:`` a lab folder's lab.yaml gives at its top level, as the site orders labs
+    that site.yaml does not list (by number, then by folder name); past every number if there is
+    none to read (the loader reports why)."""
+    path = folder / "lab.yaml"
+    if file_problem(path, folder.parent.parent, None) is not None or not path.is_file():
+        return MAX_LAB_NUMBER + 1
+    try:
+        found = _NUMBER_LINE.search(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return MAX_LAB_NUMBER + 1
+    return int(found.group(1)) if found else MAX_LAB_NUMBER + 1
+
+
 def lab_folders(root: Path) -> list[str]:
     labs_dir = root / "labs"
     if not labs_dir.is_dir():
@@ -545,14 +577,18 @@ def load_site(root: Path) -> SiteSource:
         if not SLUG_RE.match(slug):
             loader.diags.add(Diagnostic(display_path(root / "labs" / slug, root.parent), 1, 1,
                                         f"lab folder name {slug!r} must be lower-case letters, digits and dashes"))
-    order = [s for s in site.lab_order if s in folders] + [s for s in folders if s not in site.lab_order]
+    order = [s for s in site.lab_order if s in folders] + sorted(
+        (s for s in folders if s not in site.lab_order), key=lambda s: (written_number(root / "labs" / s), s))
     order = [s for s in order if SLUG_RE.match(s)]
     links = LinkTargets(order, [t.slug for t in site.topics])
     return SiteSource(root, site, tuple(order), links, tuple(loader.diags.items))
 
 
-def load_lab(source: SiteSource, slug: str) -> tuple[Lab | None, tuple[Diagnostic, ...]]:
-    """Load one lab folder: the lab (None if it has mistakes) and its problems.
+def load_lab(source: SiteSource, slug: str, *, partial: bool = False) -> tuple:
+    """Load one lab folder: the lab (None if it has mistakes) and its problems. With ``partial``,
+    a lab with mistakes comes back as far as it loaded (the items with mistakes left out), when
+    enough of it loaded to compute it, so that a build checks its claims and links in the same run;
+    a third value is then the ids of the parts left out (a link to one of them is not broken).
 
     A pure function of the lab's files and the site, so labs can load in parallel and a
     rebuild can reuse the labs whose files did not change."""
@@ -560,14 +596,18 @@ def load_lab(source: SiteSource, slug: str) -> tuple[Lab | None, tuple[Diagnosti
     folder = source.root / "labs" / slug
     folder_problem = file_problem(folder, source.root, source.root.parent)
     if folder_problem is not None:  # nothing is read through a link out of content/
-        return None, (folder_problem,)
+        return (None, (folder_problem,)) + ((frozenset(),) if partial else ())
     policy: list[Diagnostic] = []  # the file policy over the whole folder, before anything is read
     for _ in walk_files(folder, source.root, source.root.parent, policy):
         pass
     lab = loader.lab(slug, folder, source.site, source.links)
     reported = {(d.path, d.message) for d in loader.diags.items}
     problems = loader.diags.items + [p for p in policy if (p.path, p.message) not in reported]
-    return (lab if not problems else None), tuple(problems)
+    if problems:
+        found = (loader.partial if partial and lab is None else None), tuple(problems)
+    else:
+        found = lab, ()
+    return found + ((frozenset(loader.lost),) if partial else ())
 
 
 def assemble(source: SiteSource, loaded: list[tuple[Lab | None, tuple[Diagnostic, ...]]]) -> Content:

@@ -30,7 +30,8 @@ class Diagnostic:
     source_line: str = field(default="", compare=False)
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.column}: error: {self.message}"
+        # One line per diagnostic: a message with line breaks (a math library's, say) is joined up.
+        return f"{self.path}:{self.line}:{self.column}: error: {' '.join(self.message.split())}"
 
 
 class SiteError(Exception):

@@ -231,11 +231,12 @@ def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
     html = clean_html(html)
     if resolve_link is not None and 'href="' in html:
         def rewrite(m: re.Match) -> str:
-            href = unescape(m.group(1))
+            href = unescape(m.group(2))
             new = resolve_link(href)
-            return m.group(0) if new is None else f'href="{escape_attr(new)}"'
+            return m.group(0) if new is None else f'{m.group(1)}href="{escape_attr(new)}"'
 
-        html = re.sub(r'href="([^"]*)"', rewrite, html)
+        # Only in a link's tag: text (inline code showing href="lab:…") holds no raw '<'.
+        html = re.sub(r'(<a\s[^>]*?)href="([^"]*)"', rewrite, html)
     if '<span class="w">' in html:  # Pygments wraps plain spaces in spans nothing styles
         html = _WHITESPACE_SPAN.sub(r"\1", html)
     return RenderedMarkdown(html=html, math_problems=list(state.problems), links=list(links))

@@ -35,6 +35,8 @@ class LoadedLab:
     lab: Lab | None  # None when it has mistakes
     diagnostics: tuple[Diagnostic, ...]
     asked: dict[str, str | None]  # every lab:/topic: link it wrote, with the answer to "is it good?"
+    partial: Lab | None = None  # a lab with mistakes as far as it loaded: computed and checked, never written
+    lost: frozenset[str] = frozenset()  # the ids of its parts left out for their mistakes
 
 
 def load_lab(source: SiteSource, slug: str) -> LoadedLab:
@@ -42,7 +44,9 @@ def load_lab(source: SiteSource, slug: str) -> LoadedLab:
     that did not load still has its links checked, and ``labs serve`` reads a lab again when an
     answer changes (a lab it links to appeared or went)."""
     recording = RecordingLinkTargets(source.links.labs, source.links.topics)
-    lab, diagnostics = _read_lab(replace(source, links=recording), slug)
+    lab, diagnostics, lost = _read_lab(replace(source, links=recording), slug, partial=True)
+    if diagnostics:
+        return LoadedLab(None, diagnostics, recording.asked, lab, lost)
     return LoadedLab(lab, diagnostics, recording.asked)
 
 

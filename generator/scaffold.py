@@ -43,19 +43,20 @@ cards:
     title: A card
     body: A short aside in **Markdown**.
 
-# Everything below is specific to labs of kind '{kind}'.
+# Below: the legend (common to every lab, optional), then the keys of labs of kind '{kind}'.
 """
 
 GIST_MD = """\
 Write the idea of the lab in a short paragraph. *Markdown* works, and so does math:
-$\\mathrm{{softmax}}(QK^\\top/\\sqrt{{d}})V$.
+$\\frac{{a}}{{b}}$ inline, or a display formula between double dollar signs.
 """
 
 HOOD_MD = """\
 Explain how it works. Fenced code is highlighted:
 
 ```python
-weights = softmax(q @ k.T / np.sqrt(d))
+import numpy as np
+print(np.round(np.exp([1.0, 2.0]), 2))
 ```
 
 Link to other parts of the page with `#anchors`, for example the [FAQ](#faq).
@@ -103,7 +104,7 @@ templates/lab.html, static/css/10-base.css, kinds/<kind>/widget.html, … A new 
 (static/css/50-mine.css joins the site's stylesheet). Empty: the default theme as it is.
 """
 
-GITIGNORE = "site/\n"
+GITIGNORE = "site/\n.labs-cache/\n"
 
 
 def new_lab(content: Path, slug: str, title: str | None = None, topic: str | None = None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -145,6 +146,10 @@ _SCALAR_CONSTRUCTORS = {tag: yaml.constructor.SafeConstructor.yaml_constructors[
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()  # their functions keep nothing in it
 
 
+_FLOAT_MAX = int(sys.float_info.max)
+_TOO_LARGE = object()
+
+
 def _walk(doc: YamlDoc, node: yaml.Node, where: Where, diags: Diagnostics, seen: set[int] | None = None) -> Any:
     seen = set() if seen is None else seen
     if id(node) in seen:  # reached a second time: through an alias (*name), maybe recursive
@@ -165,7 +170,16 @@ def _walk(doc: YamlDoc, node: yaml.Node, where: Where, diags: Diagnostics, seen:
         if node.tag == _STR:
             value = node.value
         elif node.tag in _SCALAR_CONSTRUCTORS:  # called as construct_object would, without its memo
-            value = _SCALAR_CONSTRUCTORS[node.tag](_CONSTRUCTOR, node)
+            try:
+                value = _SCALAR_CONSTRUCTORS[node.tag](_CONSTRUCTOR, node)
+            except ValueError:  # an integer of more digits than Python converts (4300)
+                value = _TOO_LARGE
+            if value is _TOO_LARGE or (isinstance(value, int) and not isinstance(value, bool)
+                                       and abs(value) > _FLOAT_MAX):
+                m = node.start_mark
+                diags.add(doc.diagnostic_at(m.line + 1, m.column + 1, "this number is too large: a number in a lab "
+                                            "must be at most about 1.8e308 (the largest a float holds)"))
+                return None
         else:  # A fresh constructor: a shared one keeps every node it ever built.
             value = yaml.constructor.SafeConstructor().construct_object(node, deep=True)
         if isinstance(value, float) and not math.isfinite(value):
@@ -356,6 +370,11 @@ class Reader:
             self.error(where, f"{_label(where)} must be text, not {_kind(value)}")
             return None
         text = self.doc.raw.get(where, str(value)) if not isinstance(value, str) else value
+        control = next((c for c in text if (c < " " and c not in "\n\t") or "\x7f" <= c <= "\x9f"), None)
+        if control is not None:  # from an escape such as "\0", "\a" or "\x1b": it would reach <title> as it is
+            self.error(where, f"{_label(where)} holds the control character U+{ord(control):04X} "
+                              "(written as an escape); remove it")
+            return None
         if not text.strip():
             self.error(where, f"{_label(where)} must not be empty")
             return None
@@ -368,6 +387,8 @@ class Reader:
                 maximum: int | None = None) -> int | None:
         value = self.value(where)
         if value is None:
+            if required and where in self.doc.value_marks:  # written, but empty or null
+                self.error(where, f"{_label(where)} must be a whole number, not nothing")
             return None
         digits = value.strip() if isinstance(value, str) else ""
         if digits.isascii() and digits.isdigit() and len(digits) <= 18:  # ASCII only: '٧' and '²' are not 7 and 2

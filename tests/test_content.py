@@ -173,11 +173,11 @@ CASES = [
     pytest.param(Case("content/site.yaml", "base_url: https://attention-labs.github.io/",
                       "base_url: attention-labs.github.io", "base_url: |attention-labs",
                       "base_url 'attention-labs.github.io' must be an absolute http(s) URL such as "
-                      "https://example.org/labs/"), id="base-url-not-absolute"),
+                      "https://example.org/labs/, with no ?query or #fragment"), id="base-url-not-absolute"),
     pytest.param(Case("content/site.yaml", "base_url: https://attention-labs.github.io/",
                       'base_url: \'https://x.org/"><script>\'', "base_url: |'https",
                       "base_url 'https://x.org/\"><script>' must be an absolute http(s) URL such as "
-                      "https://example.org/labs/"), id="base-url-with-markup"),
+                      "https://example.org/labs/, with no ?query or #fragment"), id="base-url-with-markup"),
     pytest.param(Case("content/site.yaml", "language: en", "language: english please", "language: |english",
                       "language 'english please' must be a language tag such as en, en-GB or pt-BR"),
                  id="language-not-a-tag"),

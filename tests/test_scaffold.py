@@ -47,7 +47,8 @@ def title_of(project: Path, slug: str) -> str:
 def test_new_lab_builds_out_of_the_box(project, capsys):
     numbers = lab_numbers(project / "content")
     code, out, err = run(capsys, "new", "demo", "--content", "content")
-    assert (code, out, err) == (0, ["created content/labs/demo/ — edit its files, then run `labs build`"], [])
+    assert (code, out[0], err) == (0, "created content/labs/demo/ — edit its files, then run `labs build`", [])
+    assert out[1].startswith(f"as lab {max(numbers) + 1:02d} it appears after ") and len(out) == 2, out
     assert sorted(p.name for p in (project / "content/labs/demo").iterdir()) == [
         "faq.yaml", "gist.md", "lab.yaml", "quiz.yaml", "under-the-hood.md"]
     code, out, err = build(capsys)

@@ -36,6 +36,11 @@ PAYLOADS = (
     "- " * 300, "<script>alert(1)</script>", '<img src=x onerror="alert(1)">', "[x](javascript:alert(1))",
     "[x](lab:nowhere#x)", "[x](lab:beta#nowhere)", '<h2 id="quiz">x</h2>', "\n---\n", "...", "word/NOUN" * 40,
     "cat#99", "x/NOTATAG", "é" * 5000,
+    # huge integers (beyond float range, beyond Python's digit limit), wrong-typed ids, prototype
+    # names as ids, control characters from escapes, URLs with a query and a fragment
+    "9" * 400, "-" + "9" * 400, "9" * 5000, "{id: [a, b]}", "[[cat-mat]]", "{a: {b: c}}", "constructor",
+    "__proto__", "toString", "hasOwnProperty", '"\\0"', '"a\\x1bb"', '"\\a"', '"\\x85"',
+    "https://example.org/labs/?q=1#top", "[x](lab:beta?x=1#gist)", "[x](https://e.org/?a=b#c)",
 )
 
 

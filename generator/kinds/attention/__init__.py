@@ -341,4 +341,6 @@ QUESTIONS = """\
     sentence: example
     query: sat
     answer: cat
+    # head: syntax   (optional) the head whose weights decide the answer; without it, the
+    #                widget's default head (its default: head, else the first head listed)
 """

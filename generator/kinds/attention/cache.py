@@ -42,6 +42,7 @@ import numpy as np
 from generator.attention.bert import BertModel
 from generator.attention.realheads import PER_MILLE, largest_remainder, word_attention
 from generator.errors import BuildError, ContentError, Diagnostic, display_path
+from generator.source import regular_problem
 from generator.kinds.helpers import EncodedArray
 
 CACHE_FORMAT = "attention-labs/real-heads-cache"
@@ -423,7 +424,11 @@ def load_cache(path: Path) -> Cache:
 
 
 def _read(path: Path) -> bytes | None:
-    """A cache file's bytes, None when there is none; :class:`BuildError` if it cannot be read."""
+    """A cache file's bytes, None when there is none; :class:`BuildError` if it cannot be read,
+    ContentError for a FIFO, a device or a socket (never opened: it could block or never end)."""
+    problem = regular_problem(path)
+    if problem is not None:
+        raise ContentError([problem])
     try:
         return path.read_bytes()
     except FileNotFoundError:
@@ -471,13 +476,18 @@ def _parse(path: Path, raw: bytes, fast: bool = False) -> tuple[Cache, dict[tupl
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ContentError([Diagnostic(shown, 1, 1, f"cache is not valid UTF-8 (byte offset {exc.start})")]) from None
-    data = _decode_saved(text) if fast else None
+    try:
+        data = _decode_saved(text) if fast else None
+    except (ValueError, RecursionError):  # read again below, to say where
+        data = None
     checked = data is not None
     if data is None:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ContentError([Diagnostic(shown, exc.lineno, exc.colno, f"cache is not valid JSON: {exc.msg}")]) from None
+        except (ValueError, RecursionError) as exc:  # a number of thousands of digits, or nesting thousands deep
+            raise ContentError([_unreadable_json(shown, text, exc)]) from None
 
     problems: list[Diagnostic] = []
     lines: list[tuple[dict, dict]] = []  # _entry_lines(text), found when there is a problem to place
@@ -536,3 +546,23 @@ def _parse(path: Path, raw: bytes, fast: bool = False) -> tuple[Cache, dict[tupl
     if problems:
         raise ContentError(problems)
     return data, arrays
+
+
+_LONG_NUMBER = re.compile(r"[0-9]{4000,}")
+
+
+def _unreadable_json(shown: str, text: str, exc: Exception) -> Diagnostic:
+    """Where valid JSON is beyond what can be read: the first huge number, or where nesting gets too deep."""
+    found = _LONG_NUMBER.search(text) if isinstance(exc, ValueError) else None
+    if found is not None:
+        at, message = found.start(), "cache is not a real-heads cache: a number of thousands of digits"
+    else:
+        depth, at = 0, 0
+        for at, char in enumerate(text):
+            depth += char in "[{"
+            depth -= char in "]}"
+            if depth > 500:
+                break
+        message = "cache is not a real-heads cache: values nested hundreds of levels deep"
+    line = text.count("\n", 0, at) + 1
+    return Diagnostic(shown, line, at - (text.rfind("\n", 0, at) + 1) + 1, message)

@@ -195,8 +195,8 @@ def read_widget(reader: Reader, where: tuple) -> WidgetSpec | None:
             continue
         first_seen[sentence.id] = i
         sentences.append(sentence)
-    written_ids = {reader.value(where + ("sentences", i, "id"))
-                   for i in range(len(written))}
+    written_ids = {v for i in range(len(written))  # (an id written as a list or mapping is reported above)
+                   if isinstance(v := reader.value(where + ("sentences", i, "id")), str)}
     default = _read_default(reader, where + ("default",), head_ids, sentences, written_ids) if "default" in mapping else None
     if len(reader.diags.items) > before or prompt is None or not sentences or not head_ids:
         return None

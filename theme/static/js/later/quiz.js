@@ -11,7 +11,8 @@ window.Labs.later.when("quiz", quiz => { // once the quiz is in the page (15-lat
   "use strict";
   const u = window.Labs.util, h = u.h, key = quiz.dataset.storageKey;
   const saved = u.store.get(key) || {};
-  const valid = o => (o && typeof o === "object" && !Array.isArray(o) ? o : {});
+  // Maps with no prototype: a question id such as "constructor" or "toString" is a key like any other.
+  const valid = o => Object.assign(Object.create(null), o && typeof o === "object" && !Array.isArray(o) ? o : {});
   let answers = valid(saved.answers), first = valid(saved.first);
   for (const id in answers) if (!(id in first)) first[id] = answers[id]; // kept before first answers were
   const questions = u.all(".quiz-q", quiz), scoreEl = document.getElementById("quiz-score");
@@ -119,8 +120,8 @@ window.Labs.later.when("quiz", quiz => { // once the quiz is in the page (15-lat
   const reset = document.getElementById("quiz-reset");
   reset.parentNode.hidden = false;
   reset.addEventListener("click", () => {
-    answers = {};
-    first = {};
+    answers = Object.create(null);
+    first = Object.create(null);
     save();
     for (const q of questions) show(q, null);
     score();
