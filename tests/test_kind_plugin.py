@@ -5,7 +5,8 @@ NON-editable (``pip install --no-deps --no-build-isolation``), so these tests se
 ships: the default theme inside the package, the kind's widget.html and static/ inside the
 plugin, and the entry points that join them. Dependencies come from the running venv through a
 ``.pth`` file, so nothing is downloaded. Both sources are copied to a temporary folder first:
-building in place would leave build/ and *.egg-info in the working tree.
+building attention-labs in place would leave build/ and *.egg-info in the working tree (the
+plugin builds from a copy of its own, see its _build/backend.py).
 
 Every ``labs`` command runs as a subprocess of that environment, in a site made by ``labs init``.
 
@@ -109,6 +110,27 @@ def _attr(tag: str, name: str) -> str | None:
 
 
 # -- (a) the registry -------------------------------------------------------------------------------
+
+def _files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if "__pycache__" not in p.parts)
+
+
+def test_installing_the_plugin_as_the_readme_says_leaves_its_folder_as_it_was(tmp_path):
+    """`pip install ./examples/kind-plugin` builds in that folder, where setuptools would write
+    build/ and labs_kind_dot.egg-info/; the example's backend builds from a copy."""
+    copy = tmp_path / "kind-plugin"
+    shutil.copytree(PLUGIN, copy, ignore=_not_source)
+    before = _files(copy)
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                           "--disable-pip-version-check", "--target", str(tmp_path / "target"), "./kind-plugin"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, f"pip install failed:\n{done.stdout}{done.stderr}"
+    assert _files(copy) == before
+    installed = tmp_path / "target" / "labs_kind_dot"
+    assert (installed / "widget.html").is_file() and (installed / "static" / "dot.js").is_file()
+    entry_points = next((tmp_path / "target").glob("labs_kind_dot-*.dist-info")) / "entry_points.txt"
+    assert "dot = labs_kind_dot:DotKind" in entry_points.read_text(encoding="utf-8")
+
 
 def test_labs_kinds_lists_the_builtin_kinds_and_the_plugin(venv, tmp_path):
     lines = venv.labs("kinds", cwd=tmp_path).stdout.splitlines()
