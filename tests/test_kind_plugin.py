@@ -295,3 +295,26 @@ def test_mistakes_in_a_dot_lab_are_reported_at_their_line(venv, site, tmp_path, 
     done = venv.labs("check", cwd=tmp_path, ok=False)
     assert (done.returncode, done.stderr.splitlines()[:1]) == \
         (1, [f"content/labs/bad-lab/lab.yaml:{_at(text, needle)}: error: {message}"]), done.stdout + done.stderr
+
+
+def _documented_example() -> str:
+    """The dot section of lab.yaml in the example's docs/dot.md, under "A complete example"."""
+    page = (PLUGIN / "docs" / "dot.md").read_text(encoding="utf-8")
+    for key in ("prompt", "a", "b", "cosine"):
+        assert f"| `{key}` |" in page, key
+    return re.findall(r"```yaml\n(.*?)```", page[page.index("## A complete example"):], re.S)[-1]
+
+
+def test_the_plugins_docs_page_documents_its_keys_and_its_example_builds(venv, site, tmp_path):
+    example = _documented_example()
+    assert example.startswith("dot:\n")
+    _lab_with(venv, site, tmp_path / "right", lambda t: t.partition("\ndot:\n")[0] + "\n" + example)
+    done = venv.labs("check", cwd=tmp_path / "right", ok=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # …and it is checked: the same example with a wrong cosine fails at that line.
+    _, text = _lab_with(venv, site, tmp_path / "wrong", lambda t: t.partition("\ndot:\n")[0] + "\n"
+                        + example.replace("cosine: 0.80", "cosine: 0.90"))
+    done = venv.labs("check", cwd=tmp_path / "wrong", ok=False)
+    assert (done.returncode, done.stderr.splitlines()[:1]) == (1, [
+        f"content/labs/bad-lab/lab.yaml:{_at(text, '0.90')}: error: the cosine of a and b is 0.8018, not 0.9 "
+        "(a · b = 9, |a| = 3.7417, |b| = 3.0000)"]), done.stdout + done.stderr
