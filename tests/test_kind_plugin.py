@@ -130,6 +130,19 @@ def test_installing_the_plugin_as_the_readme_says_leaves_its_folder_as_it_was(tm
     assert (installed / "widget.html").is_file() and (installed / "static" / "dot.js").is_file()
     entry_points = next((tmp_path / "target").glob("labs_kind_dot-*.dist-info")) / "entry_points.txt"
     assert "dot = labs_kind_dot:DotKind" in entry_points.read_text(encoding="utf-8")
+    # An sdist, as a frontend makes one through the backend's hook, carries the backend and installs.
+    hook = ("import os, sys; sys.path.insert(0, '_build'); import backend; "
+            "print(backend.build_sdist(os.path.abspath(sys.argv[1])))")
+    done = subprocess.run([sys.executable, "-B", "-c", hook, str(tmp_path / "dist")], cwd=copy,
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr
+    assert _files(copy) == before
+    sdist = tmp_path / "dist" / done.stdout.split()[-1]
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                           "--disable-pip-version-check", "--target", str(tmp_path / "from-sdist"), str(sdist)],
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, f"pip install of the sdist failed:\n{done.stdout}{done.stderr}"
+    assert (tmp_path / "from-sdist" / "labs_kind_dot" / "widget.html").is_file()
 
 
 def test_labs_kinds_lists_the_builtin_kinds_and_the_plugin(venv, tmp_path):

@@ -14,7 +14,13 @@ import tempfile
 from contextlib import contextmanager
 
 from setuptools import build_meta
-from setuptools.build_meta import *  # noqa: F403 - every other hook as setuptools has it
+
+# Every other hook as setuptools has it.
+get_requires_for_build_wheel = build_meta.get_requires_for_build_wheel
+get_requires_for_build_sdist = build_meta.get_requires_for_build_sdist
+get_requires_for_build_editable = build_meta.get_requires_for_build_editable
+prepare_metadata_for_build_editable = build_meta.prepare_metadata_for_build_editable
+build_editable = build_meta.build_editable
 
 _OUTPUTS = shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__")
 
