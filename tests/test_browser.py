@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1232,3 +1233,41 @@ def test_without_javascript_the_spotlight_reserves_no_screen(browser, shipped):
         assert height < 300, f"the spotlight keeps {height}px of empty space without JavaScript"
     finally:
         ctx.close()
+
+
+def test_quiz_ids_named_like_object_prototype_keys_are_stored_and_scored(context, watch, tmp_path):
+    """A question whose id is `constructor` is answered for the first time like any other: with
+    plain objects for the answers, `id in first` found the prototype's method, so the page said
+    "Right on a later try" and scored 0. (Question ids are lower-case, so `constructor` is the
+    one Object.prototype name an author can write.)"""
+    content = tmp_path / "content"
+    shutil.copytree(FIXTURES / "browser" / "content", content)
+    quiz = content / "labs" / "long" / "quiz.yaml"
+    questions = yaml.safe_load(quiz.read_text(encoding="utf-8"))["questions"]
+    written = [json.loads(json.dumps({**questions[0], "id": qid}))  # copies: no YAML aliases
+               for qid in ("constructor", "sum", "other")]
+    quiz.write_text(yaml.safe_dump({"questions": written}, allow_unicode=True), encoding="utf-8")
+    site = _serve(content, tmp_path / "site")
+    watch.prefixes += tuple(site.prefixes())
+    page = context.new_page()
+    try:
+        open_lab(page, site, "http", slug="long")
+        page.locator("#quick-check-title").scroll_into_view_if_needed()
+        score = page.locator("#quiz-score")
+        expect(score).to_have_text("0 / 3 right first time")
+        for n, qid in enumerate(("constructor", "sum"), start=1):
+            q = page.locator(f"#quiz-{qid}")
+            q.get_by_label("Exactly 1").click()
+            check(q)
+            expect(q.locator(".quiz-feedback[role=status]")).to_have_text("Correct!")
+            expect(score).to_have_text(f"{n} / 3 right first time")
+        page.wait_for_load_state("networkidle")  # nothing in flight when the page goes
+        page.reload()  # a second visit: the stored answers come back as first answers
+        expect(page.locator("#spotlight")).to_have_attribute("data-ready", "true")
+        page.locator("#quick-check-title").scroll_into_view_if_needed()
+        expect(score).to_have_text("2 / 3 right first time")
+        expect(page.locator("#quiz-constructor .quiz-feedback[role=status]")).to_have_text("Correct!")
+    finally:
+        page.close()  # before the server goes: the page may still be fetching what it loads later
+        site.server.shutdown()
+        site.server.server_close()

@@ -5,7 +5,8 @@ NON-editable (``pip install --no-deps --no-build-isolation``), so these tests se
 ships: the default theme inside the package, the kind's widget.html and static/ inside the
 plugin, and the entry points that join them. Dependencies come from the running venv through a
 ``.pth`` file, so nothing is downloaded. Both sources are copied to a temporary folder first:
-building in place would leave build/ and *.egg-info in the working tree.
+building attention-labs in place would leave build/ and *.egg-info in the working tree (the
+plugin builds from a copy of its own, see its _build/backend.py).
 
 Every ``labs`` command runs as a subprocess of that environment, in a site made by ``labs init``.
 
@@ -109,6 +110,40 @@ def _attr(tag: str, name: str) -> str | None:
 
 
 # -- (a) the registry -------------------------------------------------------------------------------
+
+def _files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if "__pycache__" not in p.parts)
+
+
+def test_installing_the_plugin_as_the_readme_says_leaves_its_folder_as_it_was(tmp_path):
+    """`pip install ./examples/kind-plugin` builds in that folder, where setuptools would write
+    build/ and labs_kind_dot.egg-info/; the example's backend builds from a copy."""
+    copy = tmp_path / "kind-plugin"
+    shutil.copytree(PLUGIN, copy, ignore=_not_source)
+    before = _files(copy)
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                           "--disable-pip-version-check", "--target", str(tmp_path / "target"), "./kind-plugin"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, f"pip install failed:\n{done.stdout}{done.stderr}"
+    assert _files(copy) == before
+    installed = tmp_path / "target" / "labs_kind_dot"
+    assert (installed / "widget.html").is_file() and (installed / "static" / "dot.js").is_file()
+    entry_points = next((tmp_path / "target").glob("labs_kind_dot-*.dist-info")) / "entry_points.txt"
+    assert "dot = labs_kind_dot:DotKind" in entry_points.read_text(encoding="utf-8")
+    # An sdist, as a frontend makes one through the backend's hook, carries the backend and installs.
+    hook = ("import os, sys; sys.path.insert(0, '_build'); import backend; "
+            "print(backend.build_sdist(os.path.abspath(sys.argv[1])))")
+    done = subprocess.run([sys.executable, "-B", "-c", hook, str(tmp_path / "dist")], cwd=copy,
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr
+    assert _files(copy) == before
+    sdist = tmp_path / "dist" / done.stdout.split()[-1]
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                           "--disable-pip-version-check", "--target", str(tmp_path / "from-sdist"), str(sdist)],
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, f"pip install of the sdist failed:\n{done.stdout}{done.stderr}"
+    assert (tmp_path / "from-sdist" / "labs_kind_dot" / "widget.html").is_file()
+
 
 def test_labs_kinds_lists_the_builtin_kinds_and_the_plugin(venv, tmp_path):
     lines = venv.labs("kinds", cwd=tmp_path).stdout.splitlines()
@@ -273,3 +308,26 @@ def test_mistakes_in_a_dot_lab_are_reported_at_their_line(venv, site, tmp_path, 
     done = venv.labs("check", cwd=tmp_path, ok=False)
     assert (done.returncode, done.stderr.splitlines()[:1]) == \
         (1, [f"content/labs/bad-lab/lab.yaml:{_at(text, needle)}: error: {message}"]), done.stdout + done.stderr
+
+
+def _documented_example() -> str:
+    """The dot section of lab.yaml in the example's docs/dot.md, under "A complete example"."""
+    page = (PLUGIN / "docs" / "dot.md").read_text(encoding="utf-8")
+    for key in ("prompt", "a", "b", "cosine"):
+        assert f"| `{key}` |" in page, key
+    return re.findall(r"```yaml\n(.*?)```", page[page.index("## A complete example"):], re.S)[-1]
+
+
+def test_the_plugins_docs_page_documents_its_keys_and_its_example_builds(venv, site, tmp_path):
+    example = _documented_example()
+    assert example.startswith("dot:\n")
+    _lab_with(venv, site, tmp_path / "right", lambda t: t.partition("\ndot:\n")[0] + "\n" + example)
+    done = venv.labs("check", cwd=tmp_path / "right", ok=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # …and it is checked: the same example with a wrong cosine fails at that line.
+    _, text = _lab_with(venv, site, tmp_path / "wrong", lambda t: t.partition("\ndot:\n")[0] + "\n"
+                        + example.replace("cosine: 0.80", "cosine: 0.90"))
+    done = venv.labs("check", cwd=tmp_path / "wrong", ok=False)
+    assert (done.returncode, done.stderr.splitlines()[:1]) == (1, [
+        f"content/labs/bad-lab/lab.yaml:{_at(text, '0.90')}: error: the cosine of a and b is 0.8018, not 0.9 "
+        "(a · b = 9, |a| = 3.7417, |b| = 3.0000)"]), done.stdout + done.stderr
