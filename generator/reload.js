@@ -74,6 +74,61 @@
     document.body.appendChild(box);
   }
 
+  // Where the reader was, kept across a live reload: the last element with an id (a heading, a
+  // section) whose top is in the upper third of the view, and how far down the view it sat. After
+  // the reload it is put back there, and held there while the parts around it come in and grow,
+  // until the reader moves. A page with no such element gets its scrollY back.
+  var KEY = "labs-serve-place";
+  function remember() {
+    var mark = null, line = window.innerHeight / 3;
+    var ids = document.querySelectorAll("main [id], h1[id], h2[id], h3[id], section[id]");
+    for (var i = 0; i < ids.length; i++) {
+      var box = ids[i].getBoundingClientRect();
+      if (box.height > 0 && box.top <= line) mark = { id: ids[i].id, top: box.top };
+    }
+    try {
+      sessionStorage.setItem(KEY, JSON.stringify({
+        path: location.pathname, y: window.scrollY, id: mark && mark.id, top: mark ? mark.top : 0 }));
+    } catch (e) { /* storage off: the browser's own restoring only */ }
+    if ("scrollRestoration" in history) history.scrollRestoration = "manual";
+  }
+  function restore() {
+    var saved = null;
+    try {
+      saved = JSON.parse(sessionStorage.getItem(KEY) || "null");
+      sessionStorage.removeItem(KEY);
+    } catch (e) { return; }
+    if (!saved || saved.path !== location.pathname) return;
+    var held = true, moves = ["keydown", "pointerdown", "wheel", "touchstart"];
+    function place() {
+      if (!held) return;
+      var el = saved.id && document.getElementById(saved.id);
+      if (!el) return window.scrollTo(0, saved.y);
+      var off = el.getBoundingClientRect().top - saved.top;
+      if (Math.abs(off) >= 1) window.scrollBy(0, off);
+    }
+    function release() {
+      if (!held) return;
+      held = false;
+      moves.forEach(function (type) { removeEventListener(type, release, true); });
+      if (watch) watch.disconnect();
+      if ("scrollRestoration" in history) history.scrollRestoration = "auto";
+    }
+    moves.forEach(function (type) { addEventListener(type, release, true); });
+    // Parts of the page come in late (and an element named by the id may be one of them): each
+    // change of the page's size puts the place back.
+    var watch = window.ResizeObserver && new ResizeObserver(place);
+    if (watch) watch.observe(document.documentElement);
+    place();
+    // Held until the reader moves (key, pointer, wheel, touch), or for 15 s after the load at
+    // most: a slow part (the spotlight fetching its files) may grow well after the load event.
+    addEventListener("load", function () {
+      place();
+      setTimeout(release, 15000);
+    });
+  }
+  restore();
+
   if (!window.EventSource) return;
   function listen() {
     var source = new EventSource("/__labs__/events?path=" + encodeURIComponent(location.pathname) +
@@ -83,6 +138,7 @@
       try { state = JSON.parse(event.data); } catch (e) { return; }
       if (state.reload) {
         source.close();
+        remember();
         location.reload();
         return;
       }

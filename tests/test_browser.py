@@ -1271,3 +1271,40 @@ def test_quiz_ids_named_like_object_prototype_keys_are_stored_and_scored(context
         page.close()  # before the server goes: the page may still be fetching what it loads later
         site.server.shutdown()
         site.server.server_close()
+
+
+def test_the_head_description_is_whole_on_a_laptop_and_a_line_with_more_on_a_phone(browser, watch, shipped):
+    """At 1280 px every head's description (designed and learned) reads in full with no "more" to
+    press; at 375 px it is one line with "more" (whole, the syntax head's takes ten lines there and
+    pushes the sentence off the first screen), and "more" shows all of it."""
+    for width, height in ((1280, 800), (375, 812)):
+        ctx = _watched_context(browser, watch, width, height)
+        page = ctx.new_page()
+        open_lab(page, shipped, "http")
+        heads = head_select(page).locator("option").evaluate_all("os => os.map(o => o.value)")
+        designed = [h for h in heads if not re.fullmatch(r"L\d+H\d+", h)]
+        learned = [h for h in heads if re.fullmatch(r"L\d+H\d+", h)][:3]
+        assert designed and learned, heads
+        for head in designed + learned:
+            head_select(page).select_option(head)
+            expect(page.locator("#spotlight")).to_have_attribute("data-ready", "true")
+            desc, more = page.locator("#sl-head-desc"), page.locator("#sl-more")
+            expect(desc).not_to_be_empty()
+            measure = """d => { const s = getComputedStyle(d);
+                return { clip: s.webkitLineClamp, shown: d.clientHeight, whole: d.scrollHeight,
+                         lines: Math.round(d.getBoundingClientRect().height / parseFloat(s.lineHeight)) }; }"""
+            box = desc.evaluate(measure)
+            if width > 600:
+                assert box["clip"] == "none" and box["whole"] <= box["shown"] + 1, (head, box)
+                assert 1 <= box["lines"] <= 5, (head, box)
+                expect(more).to_be_hidden()
+            else:
+                assert box["lines"] == 1, (head, box)
+                if box["whole"] > box["shown"] + 1:
+                    expect(more).to_be_visible()
+                    more.click()
+                    opened = desc.evaluate(measure)
+                    assert opened["clip"] == "none" and opened["lines"] > 1, (head, opened)
+                    more.click()
+        ctx.close()
+    assert not watch.problems, watch.problems

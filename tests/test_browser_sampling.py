@@ -126,6 +126,24 @@ def test_the_dial_question_grades_a_click_on_a_temperature(page, shipped):
     expect(page.locator("#quiz-score")).to_contain_text("1 / ")
 
 
+def test_a_dial_questions_explanation_quotes_the_figure_the_dial_then_shows(page, shipped):
+    """After a right answer, "T = 0.3 Mat gets 93%." is what the dial's bar for mat reads once
+    "Set the dial to T = 0.3" is followed — one rounding rule in both places (not 93.30% beside 93%)."""
+    _open(page, shipped)
+    page.locator("#quick-check-title").scroll_into_view_if_needed()
+    question = page.locator('fieldset.quiz-q[data-type="dial"]').first
+    right = question.locator(".quiz-choices [data-option][data-correct]").first
+    option = right.get_attribute("data-option")
+    right.click()
+    why = question.locator(f'[data-why-for="{option}"]')
+    expect(why).to_be_visible()
+    said = re.fullmatch(r"T = ([\d.]+) (?:Right\. )?(\w+) gets ([<>]?[\d.]+%)\.", why.inner_text().strip())
+    assert said, why.inner_text()
+    question.get_by_role("link", name=f"Set the dial to T = {said[1]}").click()
+    expect(page.locator("#sa-temp-out")).to_have_text(f"T = {said[1]}")
+    assert _texts(page)[said[2].lower()] == said[3]
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_axe_finds_no_violations_on_the_sampling_lab(page, shipped, axe, scheme):
     page.emulate_media(color_scheme=scheme)

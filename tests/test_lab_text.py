@@ -275,3 +275,60 @@ def test_the_page_without_javascript_writes_chances_by_the_pages_own_rule():
 ], ids=["cannot-be-drawn", "under-one", "one", "nearly-all", "all", "plain"])
 def test_share_text(pct, parts, total, text):
     assert share_text(pct, parts, total) == text
+
+
+_WORDED = {"at least": ">=", "at most": "<=", "more than": ">", "less than": "<"}
+
+
+def test_the_claims_the_text_quotes_are_checked_and_look_true_on_the_dial():
+    """"*mat* gets at least 90% at T = 0.3, *moon* at least 5% at T = 3": each is a claim of
+    lab.yaml (so the build checks it), holds, and reads as true against the figure the dial shows
+    at that temperature (moon's 5.196% shows as 5%, so "more than 5%" would look false)."""
+    text = flat((SAMPLING / "what-youre-seeing.md").read_text(encoding="utf-8"))
+    quoted = re.findall(r"\*(\w+)\* (?:gets )?(at least|at most|more than|less than) (\d+)% at \$T = ([\d.]+)\$", text)
+    assert len(quoted) >= 2, text
+    lab, problems = load_lab(load_site(ROOT / "content"), "sampling")
+    assert lab is not None and not problems
+    c = lab.spec.context("cat")
+    written = {claim.text.replace(" ", "") for claim in c.claims}
+    for word, words, bound, t in quoted:
+        op = _WORDED[words]
+        assert f"atT={t}:{word}{op}{bound}%" in written, (word, words, bound, t)
+        p = 100 * decoding.softmax(c.logits, [float(t)])[0]
+        parts = decoding.to_parts(p / 100)
+        j = c.words.index(word)
+        shown = int(decoding.shares(parts)[j])
+        holds = {">=": p[j] >= int(bound), "<=": p[j] <= int(bound), ">": p[j] > int(bound), "<": p[j] < int(bound)}
+        looks = {">=": shown >= int(bound), "<=": shown <= int(bound), ">": shown > int(bound), "<": shown < int(bound)}
+        assert holds[op] and looks[op], (word, p[j], shown)
+
+
+def test_the_dial_questions_quote_the_figure_the_dial_shows():
+    """A dial question's explanation says "Mat gets 93%." where the dial shows 93% (not the
+    unrounded 93.30%); a finer figure only where the whole one would contradict the verdict."""
+    lab, problems = load_lab(load_site(ROOT / "content"), "sampling")
+    assert lab is not None and not problems
+    checked = 0
+    for q in (q for q in lab.quiz.questions if q.type == "dial"):
+        spec = yaml_of(SAMPLING / "quiz.yaml")["questions"]
+        written = next(w for w in spec if w["id"] == q.id)
+        word, op, bound = re.fullmatch(r"(\w+) (>=|<=|>|<) (\d+)%", written["condition"]).groups() if re.fullmatch(
+            r"\w+ (>=|<=|>|<) \d+%", written["condition"]) else (None, None, None)
+        if word is None:
+            continue
+        c = lab.spec.context(written.get("context", lab.spec.default_context))
+        for option in q.options:
+            t = float(option.text.removeprefix("T = "))
+            p = decoding.softmax(c.logits, [t])[0]
+            parts = decoding.to_parts(p)
+            j = c.words.index(word)
+            dial = share_text(int(decoding.shares(parts)[j]), int(parts[j]), decoding.PARTS)
+            said = re.fullmatch(rf"{word.capitalize()} gets ([<>]?[\d.]+%)\.", option.why_html)
+            assert said, option.why_html
+            compare = {">=": float.__ge__, "<=": float.__le__, ">": float.__gt__, "<": float.__lt__}[op]
+            holds = compare(100 * float(p[j]), float(bound))
+            if said[1] != dial:  # only where the dial's whole figure would look like the wrong verdict
+                assert dial[0].isdigit() and compare(float(dial[:-1]), float(bound)) != holds, (said[1], dial)
+                assert compare(float(said[1][:-1]), float(bound)) == holds, (said[1], dial)
+            checked += 1
+    assert checked >= 6

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 import generator.kinds as kinds
 from generator.build import build_files
 from generator.errors import ContentError
-from generator.kinds.sampling import SamplingKind, decoding
+from generator.kinds.sampling import SamplingKind, decoding, dial_figure, evaluate, share_figure
+from generator.kinds.sampling.reading import Condition
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "sampling" / "content"
@@ -238,7 +239,7 @@ def test_the_fixture_builds(in_tmp):
     assert re.findall(r'data-option="(sharp-t\d)"( data-correct)?', page) == [
         ("sharp-t0", " data-correct"), ("sharp-t1", ""), ("sharp-t2", "")]
     assert '<fieldset class="quiz-q" id="quiz-flat" data-type="dial" data-match="any">' in page
-    assert "Mat gets 58.21%." in page
+    assert "Mat gets 58%." in page  # the figure the dial shows at T = 1 (58.21% unrounded)
     # without JavaScript: the default distribution as a table
     assert "<tr><th scope=\"row\">mat</th><td>58%</td></tr>" in page
     assert any(name.startswith("assets/kind-sampling.") and name.endswith(".js") for name in files)
@@ -285,6 +286,9 @@ def test_lab_yaml_mistakes_are_reported_where_they_are(in_tmp, old, new, needle,
      "claim 'at T=1: top-2 = mat, floor' fails: at T = 1, the top 2 are mat, sofa"),
     ("at T=2: top-p 50% = mat, sofa", "at T=2: top-p 50% = mat",
      "claim 'at T=2: top-p 50% = mat' fails: at T = 2, the top-p 50% set is mat, sofa"),
+    ("at T=0.5: mat >= 75%", "at T=0.5: mat < 80%",
+     "claim 'at T=0.5: mat < 80%' holds (mat gets 79.61%) but the dial shows mat 80% at T = 0.5, where it "
+     "does not look true: write a bound the shown figure meets too"),
 ])
 def test_a_failing_claim_fails_the_build_at_its_line_with_the_number(in_tmp, old, new, message):
     text = _lab_text(old, new)
@@ -318,6 +322,43 @@ def test_dial_question_mistakes_are_reported_where_they_are(in_tmp, old, new, ne
 
 
 # -- the kind and the real lab ------------------------------------------------------------------------
+def _share(text: str, words) -> Condition:
+    word, op, bound = text.split()
+    return Condition("share", (words.index(word),), op, float(bound.rstrip("%")) / 100, text)
+
+
+def test_a_shown_share_is_the_dials_figure_unless_that_would_look_wrong():
+    words = ["mat", "sofa", "floor", "bed", "roof", "table", "moon", "piano"]
+    probs = decoding.softmax([4.1, 3.2, 2.9, 2.4, 1.5, 1.1, -0.5, -1.2], [0.3, 1, 3])  # [3, 8]
+    assert 100 * probs[2, 6] > 5 and dial_figure(probs[2], 6) == "5%"  # moon at T = 3: 5.196%
+    assert share_figure(_share("moon > 5%", words), probs[2]) == "5.2%"  # not "5%" beside "more than 5%"
+    assert share_figure(_share("moon >= 5%", words), probs[2]) == "5%"
+    assert share_figure(_share("moon <= 5%", words), probs[2]) == "5.2%"  # false, and visibly so
+    assert share_figure(_share("moon < 5%", words), probs[2]) == "5%"  # false, and "5%" shows it
+    assert share_figure(_share("mat >= 90%", words), probs[0]) == "93%" == dial_figure(probs[0], 0)  # 93.30%
+    assert share_figure(_share("piano < 1%", words), probs[1]) == "<1%"
+    assert share_figure(_share("piano > 0.2%", words), probs[1]) == "0.25%"  # 0.246%: "<1%" cannot say, "0.2%" would look false
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-8, 8), min_size=2, max_size=8), st.sampled_from([">", ">=", "<", "<="]),
+       st.integers(0, 1000))
+def test_a_shown_share_always_looks_as_true_as_it_is(logits, op, tenths):
+    probs = decoding.softmax(logits, [1])[0]
+    words = [f"w{i}" for i in range(len(logits))]
+    condition = _share(f"w0 {op} {tenths / 10}%", words)
+    figure = share_figure(condition, probs)
+    holds = evaluate(condition, probs)[0]
+    number, bound = float(figure.strip("<>%")), tenths / 10
+    # what the figure can stand for: "<1%" any value in (0, 1), ">99%" any in (99, 100), else itself
+    ends = {"<": (1e-9, number - 1e-9), ">": (number + 1e-9, 100 - 1e-9)}.get(figure[0], (number, number))
+    looks = {">": lambda v: v > bound, ">=": lambda v: v >= bound, "<": lambda v: v < bound,
+             "<=": lambda v: v <= bound}[op]
+    assert looks(ends[0]) == looks(ends[1]) == holds, figure
+    if figure != dial_figure(probs, 0):  # a finer figure only where the dial's would mislead
+        assert "." in figure
+
+
 def test_the_kind_is_registered_and_describes_itself():
     kind = kinds.get_kind("sampling")
     assert isinstance(kind, SamplingKind)

@@ -54,6 +54,8 @@ def copy_content(dest: Path, slugs=("attention",), extra_topic: bool = False) ->
     if extra_topic:
         site["topics"].append({"slug": "second-topic", "title": "Second topic", "blurb": "More labs."})
     (content / "site.yaml").write_text(yaml.safe_dump(site, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    if (REPO / "content/models").is_dir():  # the model bundle lab 07's in-page model names
+        shutil.copytree(REPO / "content/models", content / "models")
     for number, slug in enumerate(slugs, start=1):
         folder = content / "labs" / slug
         shutil.copytree(REPO / LAB, folder)
@@ -685,6 +687,51 @@ def test_an_edit_shows_up_in_the_open_page_by_itself(start_server, browser, tmp_
         f.write(f"\n{token}\n")
     expect(page.get_by_text(token)).to_be_visible(timeout=30000)
     assert page.evaluate("window.__untouched") is None  # the page reloaded itself
+    assert page.violations == []
+    page.close()
+
+
+def until(page, condition: str, timeout_ms: int = 10000) -> bool:
+    """Whether ``condition`` (a JavaScript function's source) comes true within the time, checked
+    every frame in the page (page.wait_for_function would need eval, which the site's CSP forbids)."""
+    return page.evaluate(f"""() => new Promise((done) => {{
+      const test = {condition}, end = performance.now() + {timeout_ms};
+      const check = () => test() ? done(true) : performance.now() > end ? done(false) : requestAnimationFrame(check);
+      check();
+    }})""")
+
+
+def test_a_reload_puts_the_reader_back_where_they_were(start_server, browser, tmp_path):
+    """Reading the FAQ, far below parts that come in late, an edit above it reloads the page and
+    the FAQ's heading is back where it sat on screen, and stays there once the parts around it
+    have come in (the browser's own restoring of scrollY would leave it elsewhere)."""
+    from playwright.sync_api import expect
+
+    content = copy_content(tmp_path)
+    server = start_server(content, tmp_path / "site")
+    page = open_page(browser, server.url + "labs/attention/")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    expect(page.locator("h1")).to_contain_text("Attention", timeout=60000)
+    page.wait_for_load_state("load")
+    place = """() => { const h = document.getElementById("faq-title");
+                       return h ? Math.round(h.getBoundingClientRect().top) : null; }"""
+    settled = """() => document.readyState === "complete" && !document.querySelector("noscript[data-later]")"""
+    page.evaluate("Labs.later.all()")  # every part in, so the place is measured on the whole page
+    assert until(page, settled)
+    page.evaluate("""() => { const h = document.getElementById("faq-title");
+                             scrollBy(0, h.getBoundingClientRect().top - 200); }""")
+    assert until(page, f"() => ({place})() === 200"), (page.evaluate(place), page.evaluate("[scrollY, document.documentElement.scrollHeight, innerHeight]"))
+    page.evaluate("window.__untouched = true")
+    token = "An edited sentence nobody has seen before."
+    with (content / "labs/attention/gist.md").open("a", encoding="utf-8") as f:
+        f.write(f"\n{token}\n")
+    expect(page.get_by_text(token)).to_be_attached(timeout=30000)
+    assert page.evaluate("window.__untouched") is None  # the page reloaded itself
+    assert until(page, f"() => ({place})() !== null && Math.abs(({place})() - 200) <= 2", 15000), page.evaluate(place)
+    page.evaluate("Labs.later.all()")  # what would still come in as the reader moves on
+    assert until(page, settled)
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))")
+    assert abs(page.evaluate(place) - 200) <= 2, page.evaluate(place)
     assert page.violations == []
     page.close()
 

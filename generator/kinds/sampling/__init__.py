@@ -32,7 +32,10 @@ Claims and conditions
     ``top-p 90% = mat, sofa``       the nucleus at p = 90 % is exactly these words.
 
     The build computes every claim and fails at its line, with the computed number, if one
-    does not hold. Top-k and top-p conditions are checked on the page's rounded probabilities
+    does not hold, or if a share claim holds but the dial's whole-percent figure would make it
+    look false (moon at 5.196 % reads "5%": write ``moon >= 5%``, not ``moon > 5%``). A dial
+    question's explanation quotes the dial's own figure, with decimals only where that figure
+    would contradict the verdict. Top-k and top-p conditions are checked on the page's rounded probabilities
     (whole parts of 100 000), so they hold for exactly what the learner sees.
 
 Quiz type ``dial``: "set the dial so that …"::
@@ -68,7 +71,7 @@ from generator.errors import Diagnostic, did_you_mean
 from generator.kinds import Computed, KindQuestion, LabKind
 from generator.kinds.sampling import decoding
 from generator.kinds.sampling.reading import (Condition, DialQuestion, SamplingSpec, format_t, read_condition,
-                                              read_sampling, read_temperature)
+                                              read_sampling, read_temperature, share_text)
 from generator.model import Lab, Option
 from generator.source import Reader
 
@@ -89,11 +92,50 @@ def evaluate(condition: Condition, probs) -> tuple[bool, str]:  # probs [n] floa
     return got == set(condition.words), "{" + ", ".join(str(j) for j in sorted(got)) + "}"
 
 
-def describe(condition: Condition, probs, words) -> str:
-    """What a condition's quantity is at one distribution, e.g. "mat gets 91.23%"."""
+def _holds(value: float, op: str, bound: float) -> bool:
+    return {">=": value >= bound, "<=": value <= bound, ">": value > bound, "<": value < bound}[op]
+
+
+def _reads_as(text: str, op: str, bound: float) -> bool | None:
+    """Whether a shown figure ("5%", "5.2%", "<1%", ">99%") visibly meets ``op bound`` (a percentage):
+    True or False when the figure decides it, None when it cannot ("<1%" against "> 0.5%")."""
+    number, below = float(text.strip("<>%")), op in ("<", "<=")
+    if text.startswith("<"):  # somewhere in (0, number)
+        return (True if number <= bound else None) if below else (True if bound <= 0 else False if number <= bound else None)
+    if text.startswith(">"):  # somewhere in (number, 100)
+        return (True if number >= bound else False if bound >= 100 else None) if not below else (
+            True if bound >= 100 else False if number >= bound else None)
+    return _holds(number, op, bound)
+
+
+def dial_figure(probs, j: int) -> str:
+    """Word ``j``'s chance as the dial writes it: whole percentages by largest remainder of the
+    page's parts, with "<1%" and ">99%" (:func:`.reading.share_text`, ``pctText`` in the page)."""
+    parts = decoding.to_parts(probs)
+    return share_text(int(decoding.shares(parts)[j]), int(parts[j]), decoding.PARTS)
+
+
+def share_figure(condition: Condition, probs) -> str:
+    """The chance a ``share`` condition is about, written for the page: the dial's own figure
+    when it visibly agrees with whether the condition holds (so a quiz says "93%" beside a dial
+    that says 93%), otherwise the fewest decimals that do (moon at 5.196% against "> 5%" reads
+    "5.2%", never "5%")."""
+    j, p = condition.words[0], 100 * float(probs[condition.words[0]])
+    truth = _holds(p, condition.op, 100 * condition.value)
+    shown = dial_figure(probs, j)
+    for decimals in range(1, 7):
+        if _reads_as(shown, condition.op, 100 * condition.value) == truth:
+            return shown
+        shown = f"{p:.{decimals}f}%"
+    return shown
+
+
+def describe(condition: Condition, probs, words, *, shown: bool = False) -> str:
+    """What a condition's quantity is at one distribution, e.g. "mat gets 91.23%" (for the
+    author's messages), or with ``shown`` as the page writes it, e.g. "mat gets 91%"."""
     ok, found = evaluate(condition, probs)
     if condition.kind == "share":
-        return f"{words[condition.words[0]]} gets {found}"
+        return f"{words[condition.words[0]]} gets {share_figure(condition, probs) if shown else found}"
     parts = decoding.to_parts(probs)
     if condition.kind == "top-k":
         got = decoding.rank(parts)[: int(condition.value)]
@@ -123,11 +165,19 @@ def check_claims(spec: SamplingSpec) -> list[Diagnostic]:
             continue
         probs = decoding.softmax(c.logits, spec.temperatures)  # [t, n]
         for claim in c.claims:
-            ok, _ = evaluate(claim.condition, probs[claim.t_index])
+            row, t = probs[claim.t_index], format_t(spec.temperatures[claim.t_index])
+            ok, _ = evaluate(claim.condition, row)
             if not ok:
-                t = format_t(spec.temperatures[claim.t_index])
                 problems.append(replace(claim.at, message=f"claim {claim.text!r} fails: at T = {t}, "
-                                                          f"{describe(claim.condition, probs[claim.t_index], c.words)}"))
+                                                          f"{describe(claim.condition, row, c.words)}"))
+            elif claim.condition.kind == "share":
+                figure = dial_figure(row, claim.condition.words[0])
+                if not _reads_as(figure, claim.condition.op, 100 * claim.condition.value):
+                    word = c.words[claim.condition.words[0]]
+                    problems.append(replace(claim.at, message=(
+                        f"claim {claim.text!r} holds ({describe(claim.condition, row, c.words)}) but the dial "
+                        f"shows {word} {figure} at T = {t}, where it does not look true: write a bound the "
+                        f"shown figure meets too")))
     return problems
 
 
@@ -196,7 +246,7 @@ class SamplingKind(LabKind):
         options = []
         for j, (index, row, ok) in enumerate(zip(choices, probs, results)):
             t = format_t(spec.temperatures[index])
-            why = html.escape(describe(condition, row, context.words))
+            why = html.escape(describe(condition, row, context.words, shown=True))
             options.append(Option(f"{qid}-t{j}", f"T = {t}", f"T = {t}", ok, why[:1].upper() + why[1:] + "."))
         match = "any" if sum(results) > 1 else "all"
         return KindQuestion(tuple(options), DialQuestion(context.id, tuple(choices), cond_text), match)

@@ -476,8 +476,8 @@
     if (!root.hasAttribute("data-started")) root.setAttribute("data-started", ""); // drops the reserved height
   }
 
-  /* The head's description is clamped to a line or two (phones: the sentence stays in view);
-     "more" shows the rest. The whole text is always in the DOM for the select's aria-describedby. */
+  /* The head's description is whole, but clamped to a line on phones (the sentence stays in
+     view), where "more" shows the rest. The whole text is always in the DOM for the select's aria-describedby. */
   function openDesc(open) {
     el.headDesc.classList.toggle("is-open", open);
     el.more.setAttribute("aria-expanded", open);
