@@ -30,8 +30,11 @@ class Diagnostic:
     source_line: str = field(default="", compare=False)
 
     def __str__(self) -> str:
-        # One line per diagnostic: a message with line breaks (a math library's, say) is joined up.
-        return f"{self.path}:{self.line}:{self.column}: error: {' '.join(self.message.split())}"
+        # One line per diagnostic: a message with line breaks (a math library's, say) is joined up;
+        # other runs of spaces are the author's text, quoted as written.
+        lines = self.message.splitlines()
+        message = " ".join(part.strip() for part in lines) if len(lines) > 1 else self.message
+        return f"{self.path}:{self.line}:{self.column}: error: {message}"
 
 
 class SiteError(Exception):
