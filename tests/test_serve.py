@@ -95,7 +95,7 @@ def _gist_markdown(c, t):
 
 
 def _widget_prompt(c, t):
-    return [edit(c / "labs/beta/lab.yaml", "prompt: Click a word", "prompt: Pick a word")]
+    return [edit(c / "labs/beta/lab.yaml", "Click a word (or use", "Pick a word (or use")]
 
 
 def _lab_title(c, t):
@@ -265,7 +265,7 @@ def test_unchanged_lab_is_not_recomputed(three_labs, monkeypatch):
     builder.rebuild(_widget_prompt(content, theme))
     assert calls == ["beta"]
     calls.clear()
-    edit(content / "labs/beta/lab.yaml", "prompt: Pick a word", "prompt: Click a word")  # undo: cached by content
+    edit(content / "labs/beta/lab.yaml", "Pick a word (or use", "Click a word (or use")  # undo: cached by content
     builder.rebuild([content / "labs/beta/lab.yaml"])
     assert calls == []
     assert builder.rebuild().files == build_files(content, theme)[0]
