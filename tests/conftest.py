@@ -68,9 +68,9 @@ def browser():
     try:
         from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail("the browser tests need Playwright for Python: pip install playwright; then " + INSTALL_HELP,
-                    pytrace=False)
+    except ImportError as exc:
+        pytest.fail(f"the browser tests need Playwright for Python ({exc}): pip install playwright; then "
+                    + INSTALL_HELP, pytrace=False)
     with sync_playwright() as pw:
         path = _chromium_path()
         if os.environ.get("LABS_CHROMIUM") and path is None:

@@ -174,6 +174,8 @@ def test_the_choice_and_its_download_note_fit_a_phone(browser, watch, shipped):
         page = ctx.new_page()
         open_lab(page, shipped, "http")
         page.get_by_label("Your sentence", exact=True).focus()
+        # The choice is drawn by own-ui.js, which the focus loads: wait for it, as a reader sees it appear.
+        expect(page.get_by_label(re.compile("the designed heads"))).to_be_visible(timeout=30_000)
         page.keyboard.press("Tab")  # from the box to the choice: the radios are one Tab stop, on the checked one
         expect(page.get_by_label(re.compile("the designed heads"))).to_be_focused()
         page.keyboard.press("ArrowDown")  # the arrow keys pick
