@@ -374,7 +374,7 @@
     if (again && !root.contains(document.activeElement)) root.querySelector(again)?.focus();
   }
 
-  let descText = "", printing = false;
+  let descText = "", printing = false, lineAt = 0, lineFrame = 0;
   function paint() {
     const v = view(), S = v.S, q = state.q, causal = S.kind === "causal";
     const set = (node, attr, value) => node.setAttribute(attr, value);
@@ -403,7 +403,9 @@
     });
     kWords.forEach((w, j) => w.style.setProperty("--w", v.masked[j] ? 0 : v.weights[j]));
     const from = geo.qc[q];
-    if (from) el.queries.parentNode.scrollLeft = from[0] - geo.lineW / 2; // the query in view on its line
+    // The query in view on its line: at the next frame, when the layout these writes need is done
+    // anyway (a scrollLeft write here would force one more layout inside every click).
+    if (from) lineAt = from[0] - geo.lineW / 2, lineFrame ||= requestAnimationFrame(() => { lineFrame = 0; el.queries.parentNode.scrollLeft = lineAt; });
     paths.forEach((p, j) => {
       const to = geo.kc[j], w = v.weights[j], show = from && to && !v.masked[j] && !v.hidden[j] && w > 0.004;
       set(p, "d", show ? linkPath(from[0], to[0], v.cross, !v.cross && j === q) : "");
