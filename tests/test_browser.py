@@ -1281,6 +1281,7 @@ def test_the_head_description_is_whole_on_a_laptop_and_a_line_with_more_on_a_pho
         ctx = _watched_context(browser, watch, width, height)
         page = ctx.new_page()
         open_lab(page, shipped, "http")
+        expect(page.locator('#sl-head option[value="L0H0"]')).to_have_count(1)  # the learned heads come once idle
         heads = head_select(page).locator("option").evaluate_all("os => os.map(o => o.value)")
         designed = [h for h in heads if not re.fullmatch(r"L\d+H\d+", h)]
         learned = [h for h in heads if re.fullmatch(r"L\d+H\d+", h)][:3]
