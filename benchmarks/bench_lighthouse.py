@@ -46,7 +46,8 @@ sys.path.insert(0, str(ROOT))
 from generator.build import build  # noqa: E402
 from generator.statichost import StaticHostHandler  # noqa: E402
 
-PAGES = {"index": "", "lab": "labs/attention/", "tokens": "labs/tokens/", "topic": "topics/llm-engineering/", "404": "404.html"}
+PAGES = {"index": "", "lab": "labs/attention/", "tokens": "labs/tokens/", "embeddings": "labs/embeddings/",
+         "topic": "topics/llm-engineering/", "404": "404.html"}
 CATEGORIES = ("performance", "accessibility", "best-practices", "seo")
 AUDITS = {"tbt": "total-blocking-time", "main": "mainthread-work-breakdown", "fid": "max-potential-fid", "dom": "dom-size"}
 

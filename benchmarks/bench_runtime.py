@@ -21,6 +21,12 @@ headless Chromium measures:
 * the longest main-thread task during loading and during a run (PerformanceObserver
   ``longtask``: tasks over 50 ms; "none" when there was none).
 
+* beside the main-thread engine, interleaved run by run in the same process: the same forward
+  pass in NumPy (``bert.bert_forward`` on the bundle's dequantized weights, one BLAS thread, as
+  the page has one thread), wall time and CPU time. The page's CPU time is the renderer
+  processes' (CDP ``SystemInfo.getProcessInfo``). The ratios are the stable figure on a shared
+  machine: both sides see the same load.
+
 Targets (issue: the real model in the page): forward ≤ 250 ms median unthrottled and ≤ 1.5 s
 throttled 4×, load ≤ 2 s, first use ≤ 14 MB gzip, heap ≤ 150 MB, no task over 50 ms. Prints a
 Markdown table; the figures mean something only on a quiet machine.
@@ -30,23 +36,31 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import gzip
 import http.server
 import statistics
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
+
+# The reference runs on one core, as the page's JavaScript does (set before NumPy loads).
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import numpy as np  # noqa: E402
 from bench_page import chromium_path  # noqa: E402  (benchmarks/ is the script's folder)
 
-from generator.attention.wordpiece import encode
-from generator.runtime.bundle import read_bundle
-from generator.runtime.pagefiles import page_files, write_page_files
-from generator.statichost import StaticHostHandler
+from generator.attention import bert  # noqa: E402
+from generator.attention.wordpiece import encode  # noqa: E402
+from generator.runtime.bundle import read_bundle, reference_model  # noqa: E402
+from generator.runtime.pagefiles import page_files, write_page_files  # noqa: E402
+from generator.statichost import StaticHostHandler  # noqa: E402
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; base-uri 'self'; "
        "frame-ancestors 'none'; worker-src 'self' blob:")
@@ -83,6 +97,31 @@ RUN = """async ([ids, runs]) => {
 }"""
 
 
+ONE = """async (ids) => { const t0 = performance.now(); await window.model.run(ids); return performance.now() - t0; }"""
+
+
+def renderer_cpu(browser_cdp) -> float:
+    """Seconds of CPU the browser's renderer processes have used (the page's main thread and Worker)."""
+    info = browser_cdp.send("SystemInfo.getProcessInfo")["processInfo"]
+    return sum(p["cpuTime"] for p in info if p["type"] == "renderer")
+
+
+def interleaved(tab, browser_cdp, ids: list[int], model, rounds: int) -> dict[str, list[float]]:
+    """Round by round, one page forward pass then one NumPy forward pass: wall and CPU seconds each."""
+    out = {"js_wall": [], "js_cpu": [], "np_wall": [], "np_cpu": []}
+    batch = np.array(ids)
+    bert.bert_forward(model.weights, model.config, batch)  # warm, as the page's RUN warms
+    for _ in range(rounds):
+        cpu = renderer_cpu(browser_cdp)
+        out["js_wall"].append(tab.evaluate(ONE, ids) / 1000)
+        out["js_cpu"].append(renderer_cpu(browser_cdp) - cpu)
+        wall, cpu = time.perf_counter(), time.process_time()
+        bert.bert_forward(model.weights, model.config, batch)
+        out["np_wall"].append(time.perf_counter() - wall)
+        out["np_cpu"].append(time.process_time() - cpu)
+    return out
+
+
 class Handler(StaticHostHandler):
     def end_headers(self):
         self.send_header("Content-Security-Policy", CSP)
@@ -99,6 +138,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--bundle", type=Path, default=ROOT / "content" / "models" / "all-minilm-l6-v2")
     args = parser.parse_args()
+    print(f"load average at the start: {os.getloadavg()[0]:.2f}")
     from playwright.sync_api import sync_playwright
 
     bundle = read_bundle(args.bundle)
@@ -138,6 +178,9 @@ def main() -> int:
                 slow = tab.evaluate(RUN, [ids, max(3, args.runs // 3)])
                 cdp.send("Emulation.setCPUThrottlingRate", {"rate": 1})
                 results[mode] = (loaded, page_heap, fast, slow)
+                if mode == "main":
+                    numpy_model = reference_model(bundle)
+                    versus = interleaved(tab, browser.new_browser_cdp_session(), ids, numpy_model, args.runs)
                 tab.close()
             browser.close()
         server.shutdown()
@@ -152,6 +195,14 @@ def main() -> int:
         print(f"| {mode} | {loaded['ms']:.0f} ms | {task(loaded['longest'])} | {statistics.median(fast['times']):.0f} ms "
               f"| {statistics.median(slow['times']):.0f} ms | {task(fast['longest'])}, {task(slow['longest'])} "
               f"| {page_heap:.1f} MB |")
+    med = {k: statistics.median(v) for k, v in versus.items()}
+    print(f"\nMain-thread engine against NumPy (one thread), interleaved, {args.runs} rounds, medians; "
+          f"load average {os.getloadavg()[0]:.2f} at the end:\n")
+    print("| | page (JavaScript) | NumPy | page ÷ NumPy |")
+    print("|---|---|---|---|")
+    for what in ("wall", "CPU"):
+        js, np_ = med[f"js_{what.lower()}"], med[f"np_{what.lower()}"]
+        print(f"| {what} | {js * 1000:.0f} ms | {np_ * 1000:.0f} ms | {js / np_:.2f}× |")
     return 0
 
 
