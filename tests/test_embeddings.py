@@ -235,7 +235,15 @@ def test_labs_embed_writes_what_the_build_reads(site_with_lab, capsys):
     assert out == [f"content/labs/embeddings/embeddings.json: 1 of {len(lab_texts())} texts computed, "
                    f"the rest already stored"]
     again = json.loads(store.read_text(encoding="utf-8"))
-    assert again["vectors"] == data["vectors"]
+    assert again["vectors"].keys() == data["vectors"].keys()
+    first = next(iter(data["vectors"]))
+    for text, vectors in again["vectors"].items():
+        if text != first:  # the stored entries are kept as they were, byte for byte
+            assert vectors == data["vectors"][text], text
+    # The one computed again matches what was stored to float32 rounding: another NumPy or BLAS
+    # build sums in another order, so the last of the 8 stored digits may differ.
+    for pooling in ("mean", "cls"):
+        assert np.allclose(again["vectors"][first][pooling], data["vectors"][first][pooling], rtol=0, atol=1e-6)
 
 
 def test_labs_embed_without_a_checkpoint_is_a_clear_error(site_with_lab, capsys):
