@@ -215,7 +215,7 @@ class HeadsCache:
             if not (self.model_dir / "model.safetensors").is_file():
                 raise SystemExit(f"sentence {sentence!r} is not in {self.folder} and there is no checkpoint at "
                                  f"{self.model_dir} (set LABS_MINILM_DIR or run scripts/setup-tests)")
-            from generator.attention.bert import load_model
+            from generator.models.bert import load_model
 
             self._model = load_model(self.model_dir)
         from generator.kinds.attention.cache import compute_entry

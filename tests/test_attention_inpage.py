@@ -117,7 +117,7 @@ def test_a_site_without_a_bundle_builds_with_one_note_and_says_why(project, caps
 
 
 def test_labs_attention_quantized_prints_what_the_page_computes(capsys):
-    from generator.attention.bert import run_sentence
+    from generator.models.bert import run_sentence
     from generator.runtime.bundle import reference_model
     from generator.runtime.site import bundle_at
 

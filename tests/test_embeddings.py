@@ -61,8 +61,8 @@ def test_stored_vectors_match_transformers_mean_pooling():
 
 def embed_batch(model, texts: list[str]) -> np.ndarray:
     """Mean-pooled, normalised vectors of ``texts`` through our NumPy forward pass, padded batch."""
-    from generator.attention.bert import bert_forward
-    from generator.attention.wordpiece import encode
+    from generator.models.bert import bert_forward
+    from generator.models.wordpiece import encode
 
     ids = [encode(t, model.tokenizer).ids for t in texts]
     n = max(map(len, ids))
@@ -89,7 +89,7 @@ def same_ranking(full: np.ndarray, quant: np.ndarray) -> bool:
 
 @pytest.mark.reference
 def test_quantized_model_ranks_heldout_queries_like_the_full_model():
-    from generator.attention.bert import load_model
+    from generator.models.bert import load_model
     from generator.runtime.bundle import read_bundle, reference_model
 
     queries = [line for line in HELDOUT.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")]

@@ -15,7 +15,7 @@ import pytest
 from conftest import labs_data
 from conftest import run_labs as run
 
-from generator.attention.bert import BertConfig, write_random_checkpoint
+from generator.models.bert import BertConfig, write_random_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB = "content/labs/attention"
@@ -188,7 +188,7 @@ def test_labs_attention_errors_are_one_line_and_exit_1(project, capsys, checkpoi
 
 @pytest.mark.parametrize("json_flag", [["--json"], []], ids=["json", "table"])
 def test_labs_attention_on_a_nan_checkpoint_is_one_error_not_bare_nan(project, capsys, checkpoint, tmp_path, json_flag):
-    from generator.attention.safetensors_io import load_safetensors, save_safetensors
+    from generator.models.safetensors_io import load_safetensors, save_safetensors
 
     poisoned = tmp_path / "nan-model"
     shutil.copytree(checkpoint, poisoned)

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from conftest import minilm_dir
 
-from generator.attention.wordpiece import (
+from generator.models.wordpiece import (
     WordPieceTokenizer,
     _normalise_token,
     clean_text,

@@ -14,7 +14,7 @@ import pytest
 from conftest import run_labs as run
 
 import generator.kinds as kinds
-from generator.attention.wordpiece import clean_text, encode, wordpiece
+from generator.models.wordpiece import clean_text, encode, wordpiece
 from generator.kinds.tokens.pieces import count, search, steps
 from generator.runtime.site import bundle_at
 

@@ -16,7 +16,7 @@ from test_browser import (  # noqa: F401 — fixtures shared with the other labs
 )
 from test_runtime_tokenizer_parity import _against_transformers, generated
 
-from generator.attention.wordpiece import clean_text, encode
+from generator.models.wordpiece import clean_text, encode
 from generator.kinds.tokens.pieces import count, search
 from generator.runtime.site import bundle_at
 

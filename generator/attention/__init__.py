@@ -1,6 +1,6 @@
 """Attention in NumPy: the core math, the designed teaching model and real pretrained heads."""
 
-from generator.attention.core import (
+from generator.models.core import (
     causal_mask,
     merge_heads,
     multi_head_attention,

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from generator.attention.core import softmax
+from generator.models.core import softmax
 from generator.attention.realheads import largest_remainder
 
 D_VALUES: tuple[int, ...] = (2, 8, 32, 128, 512)

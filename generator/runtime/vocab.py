@@ -1,7 +1,7 @@
 """The tokenizer's data for the page: the vocabulary, the switches and the character classes.
 
 The JavaScript tokenizer (``static/wordpiece.js``) is only the algorithm of
-:mod:`generator.attention.wordpiece`. Every character class it needs comes from this module,
+:mod:`generator.models.wordpiece`. Every character class it needs comes from this module,
 computed when the site is built from the predicates of ``wordpiece.py`` and the
 :mod:`unicodedata` of the Python that runs the build (Unicode 14 for Python 3.11), never from
 the browser's own Unicode tables, which follow whatever Unicode version the browser was built
@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from generator.attention.wordpiece import (
+from generator.models.wordpiece import (
     WordPieceTokenizer,
     is_chinese_char,
     is_control,

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from generator.attention import teaching
-from generator.attention.bert import load_model, run_sentence
+from generator.models.bert import load_model, run_sentence
 from generator.attention.realheads import largest_remainder
 from generator.errors import BuildError, did_you_mean, display_path
 

@@ -260,7 +260,7 @@ def _align(teaching_words: tuple[str, ...], model_words: list[str], special: lis
 def refresh(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[list[str], Path]:
     """Recompute the cache file from the checkpoint; returns the sentences computed and the file."""
     from generator.kinds.attention import cache as cachefile
-    from generator.attention.bert import load_model
+    from generator.models.bert import load_model
 
     folder = model_dir or spec.checkpoint
     if folder is None:
@@ -320,7 +320,7 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
         entry = cachefile.cache_lookup(cache, sha, text)
         if entry is None and folder is not None:
             if model is None:
-                from generator.attention.bert import load_model
+                from generator.models.bert import load_model
 
                 with _blamed_on_lab_yaml(spec, model_dir):
                     model = load_model(folder)

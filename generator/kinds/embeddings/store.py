@@ -37,7 +37,7 @@ COMMAND = "labs embed --model DIR"
 
 def embed_texts(model, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Mean-pooled and [CLS] vectors, both L2-normalised: [n, d] float64 each."""
-    from generator.attention.bert import run_sentence
+    from generator.models.bert import run_sentence
 
     means, clss = [], []
     for text in texts:
@@ -110,7 +110,7 @@ def checkpoint_sha256(model_dir: Path) -> str:
 def refresh(path: Path, texts: Sequence[str], model_dir: Path) -> int:
     """Write ``path`` for exactly ``texts``, reusing vectors already stored for the same checkpoint.
     Returns how many texts were computed."""
-    from generator.attention.bert import load_model
+    from generator.models.bert import load_model
 
     sha = checkpoint_sha256(model_dir)
     old: dict = {}
