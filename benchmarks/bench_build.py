@@ -177,7 +177,7 @@ def sentence_texts(yaml_text: str) -> list[str]:
     data = yaml.safe_load(yaml_text)
     tagged = [s["text"] for s in data["widget"]["sentences"] if s.get("kind", "self") != "cross"]
     tagged += [s["text"] for s in data["model"].get("sentences", [])]
-    from generator.attention.teaching import parse_sentence
+    from generator.kinds.attention.teaching import parse_sentence
 
     return [" ".join(w.text for w in parse_sentence(t)) for t in tagged]
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from generator.attention import (
+from generator.models.core import (
     causal_mask,
     merge_heads,
     multi_head_attention,

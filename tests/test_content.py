@@ -374,7 +374,7 @@ LINE = 100_000
 def _author_facing_parsers(size: int = LINE):  # size: what every input below is made of
     import re as _re
 
-    from generator.attention import teaching
+    from generator.kinds.attention import teaching
     from generator.content import SLUG_RE, valid_base_url, valid_language
     from generator.kinds.attention.realmodel import parse_relation
     from generator.kinds.attention.widget import find_word, parse_claim

@@ -13,7 +13,7 @@ MODULES = sorted((ROOT / "generator").rglob("*.py"))
 # Modules over MAX_LINES that are one thing each, and what that thing is.
 ONE_THING = {
     "models/bert.py": "the NumPy BERT encoder and its checkpoint loading",
-    "attention/teaching.py": "the designed model: lexicon, roles, heads and their rules",
+    "kinds/attention/teaching.py": "the designed model: lexicon, roles, heads and their rules",
     "kinds/attention/widget.py": "the spotlight's sentences: read, tagged, computed, claims checked",
     "kinds/attention/realmodel.py": "the model: section: read, real heads from the cache, the head finder on them",
     "kinds/attention/cache.py": "the real-heads cache file: its format, written, read and checked",

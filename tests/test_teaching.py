@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.attention import teaching
+from generator.kinds.attention import teaching
 from generator.models.core import softmax
-from generator.attention.teaching import HEADS, ROLES, TaggingError, Word, compute, parse_sentence
+from generator.kinds.attention.teaching import HEADS, ROLES, TaggingError, Word, compute, parse_sentence
 
 CAT_MAT = "The cat/NOUN sat/VERB on the mat/NOUN"
 ANIMAL = "The animal/NOUN didn't cross/VERB the street/NOUN because it was too tired/ADJ"

@@ -3,7 +3,9 @@
 lab.yaml keys: ``widget`` (required; :mod:`.widget`) and ``model`` (optional; :mod:`.realmodel`).
 Quiz type ``word``: click the word a query attends to most, checked against the weights.
 Build option ``--model DIR``; commands ``labs heads`` and ``labs attention`` (:mod:`.commands`).
-The NumPy it runs is in :mod:`generator.attention`, which knows nothing of YAML or pages.
+Its NumPy is in modules that know nothing of YAML or pages: :mod:`.teaching` (the designed model),
+:mod:`.scaling`, :mod:`.shuffle`, :mod:`.agreement`, :mod:`.realheads`; the shared BERT is
+:mod:`generator.models.bert`.
 """
 
 from __future__ import annotations
@@ -93,7 +95,7 @@ class AttentionKind(LabKind):
     def compute(self, lab: Lab, options: Mapping[str, Any]) -> Computed:
         spec: AttentionSpec = lab.spec
         payload = compute_widget(spec.widget)
-        from generator.attention.scaling import payload as sqrt_demo  # the ÷√d demo: sqrt.html, static/70-sqrt.js
+        from generator.kinds.attention.scaling import payload as sqrt_demo  # the ÷√d demo: sqrt.html, static/70-sqrt.js
 
         payload["sqrt"] = sqrt_demo()
         from generator.kinds.attention.pattern import shuffles  # what the pattern view's shuffle shows
@@ -283,7 +285,7 @@ def _shared() -> _Shared:
     """The kind's shared files (:meth:`AttentionKind.shared_files`), and which is which. Made from
     the files as they are now: each part keeps what it made for the process while its sources stay
     the same (minified, own_script), so asking once per lab costs little."""
-    from generator.attention.scaling import payload as sqrt_numbers
+    from generator.kinds.attention.scaling import payload as sqrt_numbers
     from generator.kinds.attention.pattern import pattern_style
     from generator.kinds.attention.sqrtdemo import demo_files
 

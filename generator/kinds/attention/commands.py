@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from generator.attention import teaching
+from generator.kinds.attention import teaching
 from generator.models.bert import load_model, run_sentence
-from generator.attention.realheads import largest_remainder
+from generator.kinds.attention.realheads import largest_remainder
 from generator.errors import BuildError, did_you_mean, display_path
 
 
@@ -37,7 +37,7 @@ def add_commands(sub: Any) -> None:
     a.add_argument("sentence", metavar="SENTENCE")
     a.add_argument("--model", type=Path, default=None, metavar="DIR", help="local checkpoint folder (required without --designed)")
     a.add_argument("--designed", action="store_true",
-                   help="the designed heads of generator/attention/teaching.py; SENTENCE is tagged as in lab.yaml")
+                   help="the designed heads of generator/kinds/attention/teaching.py; SENTENCE is tagged as in lab.yaml")
     a.add_argument("--quantized", action="store_true",
                    help="what the page's in-page model computes: the 8-bit bundle in DIR (a bundle folder, or a "
                         "checkpoint quantized as a build does) run in NumPy; same output as --model")

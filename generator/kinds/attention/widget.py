@@ -35,7 +35,7 @@ Words and tags
     Function words of English (the, on, it, didn't, because, too …) are known; every other
     word is tagged ``word/TAG`` with one of ``DET NOUN PRON VERB AUX ADJ ADV ADP CONJ PART
     NUM PUNCT`` (``PROPN`` counts as ``NOUN``). A tag on a known word overrides it. A
-    sentence in another language tags all its words. See :mod:`generator.attention.teaching`.
+    sentence in another language tags all its words. See :mod:`generator.kinds.attention.teaching`.
 
 Claims
     ``Q -> K`` says K gets Q's largest weight; ``Q -> K1, K2`` says K1 and K2 are Q's two
@@ -58,8 +58,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from generator.attention import teaching
-from generator.attention.realheads import largest_remainder_array
+from generator.kinds.attention import teaching
+from generator.kinds.attention.realheads import largest_remainder_array
 from generator.kinds.attention.numbers import rounded_lists
 from generator.errors import Diagnostic, did_you_mean
 from generator.source import Reader
@@ -436,7 +436,7 @@ def _read_default(reader: Reader, where: tuple, head_ids: Sequence[str], sentenc
 
 def percentages(weights: np.ndarray, mask: np.ndarray, total: int = 100) -> np.ndarray:  # [n_q, n_k], bool -> int
     """Integer shares of ``total`` that sum to exactly ``total`` per row (a row with no visible key:
-    0); masked entries stay 0 — :func:`~generator.attention.realheads.largest_remainder_array`."""
+    0); masked entries stay 0 — :func:`~generator.kinds.attention.realheads.largest_remainder_array`."""
     return largest_remainder_array(np.where(mask, weights, 0.0), total)
 
 

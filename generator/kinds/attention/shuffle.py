@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from generator.attention import teaching
+from generator.kinds.attention import teaching
 from generator.models.core import softmax_into, scaled_dot_product_attention
 
 _POSITION_DIMS = [teaching.EMBEDDING_DIMS.index(d) for d in ("position", "position²", "constant")]

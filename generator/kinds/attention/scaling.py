@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from generator.models.core import softmax
-from generator.attention.realheads import largest_remainder
+from generator.kinds.attention.realheads import largest_remainder
 
 D_VALUES: tuple[int, ...] = (2, 8, 32, 128, 512)
 N_KEYS = 8
