@@ -25,9 +25,9 @@ from typing import Callable, Collection
 
 from generator.errors import ContentError, Diagnostic, Diagnostics, SiteError, did_you_mean, display_path
 from generator.kinds import LabKind, get_kind, kind_names
-from generator.markdown_render import MarkdownLimit, RenderedMarkdown, render_markdown
+from generator.prose.markdown_render import MarkdownLimit, RenderedMarkdown, render_markdown
 from generator.quizorder import same_place_everywhere, shuffled
-from generator.slug import slugify
+from generator.prose.slug import slugify
 from generator.model import (Card, Content, FaqItem, Lab, LegendItem, Option, Question, Quiz, Section, Site, Topic,
                              quiz_storage_key)
 from generator.filepolicy import file_problem, walk_files

@@ -19,7 +19,7 @@ import yaml
 
 from generator.cli import main
 from generator.errors import ContentError
-from generator.markdown_render import MarkdownLimit
+from generator.prose.markdown_render import MarkdownLimit
 
 ROOT = Path(__file__).resolve().parent.parent
 THEME = ROOT / "theme"
@@ -378,8 +378,8 @@ def _author_facing_parsers(size: int = LINE):  # size: what every input below is
     from generator.content import SLUG_RE, valid_base_url, valid_language
     from generator.kinds.attention.realmodel import parse_relation
     from generator.kinds.attention.widget import find_word, parse_claim
-    from generator.markdown_render import render_markdown
-    from generator.slug import slugify
+    from generator.prose.markdown_render import render_markdown
+    from generator.prose.slug import slugify
 
     spaces = " " * size
 
