@@ -116,7 +116,7 @@ def cmd_kinds(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from generator.serve import serve
+    from generator.serve.server import serve
 
     return serve(content=args.content, theme=_theme(args), output=args.output, host=args.host, port=args.port,
                  open_browser=args.open, report=_out, warn=_err, options=_kind_options(args))

@@ -1,5 +1,5 @@
 """The stages of a build, each written once. ``labs build`` (:mod:`generator.build`) runs them over
-every lab; ``labs serve``'s incremental builder (:mod:`generator.incremental`) runs the same ones
+every lab; ``labs serve``'s incremental builder (:mod:`generator.serve.incremental`) runs the same ones
 over the labs that changed and keeps what the others gave before.
 
 load     :func:`load_lab`: a lab's folder → its :class:`~generator.model.Lab` (content.py reads it),

@@ -32,7 +32,7 @@ from conftest import spotlight_payload
 import yaml
 
 from generator.build import build
-from generator.statichost import StaticHostHandler, StaticHostServer
+from generator.serve.statichost import StaticHostHandler, StaticHostServer
 
 try:
     from playwright.sync_api import expect, sync_playwright

@@ -49,7 +49,7 @@ KIND_MODULES = sorted((ROOT / "generator" / "kinds").rglob("*.py"))
 @pytest.mark.parametrize("module", KIND_MODULES, ids=lambda p: p.relative_to(ROOT / "generator" / "kinds").as_posix())
 def test_kinds_use_the_helpers_not_the_renderer_or_the_build(module):
     bad = {m for m in _imports(module)
-           if m in ("generator.render", "generator.build", "generator.pipeline", "generator.incremental")}
+           if m in ("generator.render", "generator.build", "generator.pipeline", "generator.serve.incremental")}
     assert not bad, f"{module.name} imports {sorted(bad)}: use generator.kinds.helpers"
 
 
@@ -238,7 +238,7 @@ def test_build_outside_a_site_says_how_to_start_one(tmp_path, monkeypatch, capsy
 
 def test_a_kinds_site_files_are_written_once_with_its_labs_and_a_store_in_the_cache(project, monkeypatch, capsys):
     from generator.build import build
-    from generator.incremental import SiteBuilder
+    from generator.serve.incremental import SiteBuilder
 
     seen = []
 

@@ -36,7 +36,7 @@ from generator.models.bert import BertConfig, write_random_checkpoint
 from generator.models.wordpiece import encode
 from generator.runtime.bundle import Bundle, export_bundle, read_bundle, reference_model
 from generator.runtime.pagefiles import PageFiles, page_files, write_page_files
-from generator.statichost import StaticHostHandler
+from generator.serve.statichost import StaticHostHandler
 
 pytestmark = pytest.mark.browser
 

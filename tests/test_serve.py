@@ -29,12 +29,12 @@ import yaml
 from generator import sitefolder
 from generator.build import build_files
 from generator.errors import ContentError
-from generator.incremental import SiteBuilder
+from generator.serve.incremental import SiteBuilder
 from generator.kinds import get_kind
-from generator.serve import DevServer
-from generator.serve_http import CSP, LiveHTTPServer, LiveSite, inject_reload, resolve_path
-from generator.serve_mirror import Mirror
-from generator.serve_watch import ChangeQueue, is_editor_noise
+from generator.serve.server import DevServer
+from generator.serve.httpd import CSP, LiveHTTPServer, LiveSite, inject_reload, resolve_path
+from generator.serve.mirror import Mirror
+from generator.serve.watch import ChangeQueue, is_editor_noise
 
 REPO = Path(__file__).absolute().parents[1]
 THEME = REPO / "theme"
