@@ -6,8 +6,8 @@ step succeeded (:mod:`generator.sitefolder`). A failed build leaves the previous
 byte-for-byte as it was, and the build never writes into ``content/`` or ``theme/``.
 
 A large site's labs are loaded, then computed and rendered, in worker processes
-(:mod:`generator.workers`); a lab unchanged since a build that stored it comes from the build
-cache (:mod:`generator.buildcache`) instead.
+(:mod:`generator.speed.workers`); a lab unchanged since a build that stored it comes from the build
+cache (:mod:`generator.speed.buildcache`) instead.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from generator import buildcache
-from generator.buildcache import BuildCache, LabEntry
+from generator.speed import buildcache
+from generator.speed.buildcache import BuildCache, LabEntry
 from generator.content import SiteSource, assemble_partial, load_site
 from generator.errors import BuildError, ContentError, Diagnostic, display_path
 from generator.kinds import all_kinds
@@ -32,7 +32,7 @@ from generator.pipeline import compute_lab, finish_site, kinds_of, kinds_site_fi
 from generator.render import Renderer
 from generator.theme import Theme
 from generator.sitefolder import SiteFiles, clean_litter, guard_output, pause_for_tests, site_folder, write_files
-from generator.workers import lab_done, lab_pool
+from generator.speed.workers import lab_done, lab_pool
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ def build_files(content_dir: Path, theme_dir: Path | None = None, base_url: str 
                 cache: BuildCache | None = None) -> tuple[dict[str, bytes], Content]:
     """Everything a build writes, in memory. Raises ContentError/BuildError on any problem.
 
-    With a :class:`~generator.buildcache.BuildCache`, labs whose inputs are unchanged since a
+    With a :class:`~generator.speed.buildcache.BuildCache`, labs whose inputs are unchanged since a
     build that stored them are taken from it (neither loaded, computed nor rendered), and each
     lab built now is stored in it once it computed and rendered without a problem of its own
     (its links are checked again by every build); the files are the same."""
@@ -141,7 +141,7 @@ def _build_gc(content_dir: Path, theme_dir: Path | None, base_url: str | None, r
     """:func:`_build_files` with the cyclic collector paused. A build allocates millions of small
     objects and frees them by reference counting; the collector would only re-scan the growing
     site again and again. Pool workers collect their own
-    garbage (:func:`generator.workers.lab_done`)."""
+    garbage (:func:`generator.speed.workers.lab_done`)."""
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -254,7 +254,7 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
 
 def _lab_keys(source: SiteSource, theme_dir: Path | None, base_url: str | None,
               options: Mapping[str, Any] | None, map_labs: Callable = map) -> dict[str, str]:
-    """Each lab's build cache key (see :mod:`generator.buildcache`); its folder is hashed by
+    """Each lab's build cache key (see :mod:`generator.speed.buildcache`); its folder is hashed by
     ``map_labs`` (a :func:`lab_pool`'s)."""
     theme = Theme(theme_dir, all_kinds())
     site = buildcache.key_of(

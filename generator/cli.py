@@ -60,7 +60,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_clean(args: argparse.Namespace) -> int:
     from generator.build import default_cache_dir
-    from generator.buildcache import clean
+    from generator.speed.buildcache import clean
 
     folder = default_cache_dir(args.content)
     try:

@@ -19,7 +19,7 @@ from conftest import tree
 
 import generator.build
 import generator.sitefolder
-import generator.workers
+import generator.speed.workers
 from generator.build import build, build_files, check
 from generator.sitefolder import MARKER, MARKER_TEXT
 from generator.errors import BuildError, ContentError
@@ -377,7 +377,7 @@ def _start_paused_build(project: Path, point: str) -> subprocess.Popen:
 @pytest.fixture
 def big_project(project):
     """The fixtures with enough labs for the build to use its process pool."""
-    for i in range(generator.workers.PARALLEL_MIN_LABS + 2):
+    for i in range(generator.speed.workers.PARALLEL_MIN_LABS + 2):
         copy = project / f"content/labs/copy-{i:02d}"
         shutil.copytree(project / "content/labs/alpha", copy)
         lab = copy / "lab.yaml"
@@ -586,7 +586,7 @@ def test_ids_are_the_whitespace_preceded_id_attributes():
 
 def test_the_pool_hashes_lab_folders_to_the_same_cache_keys_as_one_process(big_project):
     from generator.build import _lab_keys
-    from generator.workers import lab_pool
+    from generator.speed.workers import lab_pool
     from generator.content import load_site
 
     content = big_project / "content"

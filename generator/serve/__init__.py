@@ -9,7 +9,7 @@ events → debounced batches), ``mirror.py`` (the latest good site written to ``
 ``statichost.py`` (a built site served as a static host serves it, for tests and benchmarks).
 
 A module here may import the build's stages (:mod:`generator.pipeline`, :mod:`generator.links`,
-:mod:`generator.render`, :mod:`generator.content` …), the worker pool (:mod:`generator.workers`)
-and the build cache's digests (:mod:`generator.buildcache`), never :mod:`generator.build`
+:mod:`generator.render`, :mod:`generator.content` …), the worker pool (:mod:`generator.speed.workers`)
+and the build cache's digests (:mod:`generator.speed.buildcache`), never :mod:`generator.build`
 (``labs serve`` builds through the pipeline, not through ``labs build``), nor a lab kind by name.
 """

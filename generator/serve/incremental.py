@@ -41,7 +41,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from generator.buildcache import digest_files as _digest, files_under as _files_under
+from generator.speed.buildcache import digest_files as _digest, files_under as _files_under
 from generator.content import SiteSource, assemble, lab_folders, load_site
 from generator.errors import BuildError, ContentError, Diagnostic, display_path
 from generator.kinds import get_kind

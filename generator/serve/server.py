@@ -34,7 +34,7 @@ from generator.serve.incremental import Rebuild, SiteBuilder
 from generator.serve.httpd import LiveHTTPServer, LiveSite, build_error_json, diagnostic_json, is_loopback
 from generator.serve.mirror import Mirror
 from generator.serve.watch import RESCAN, ChangeQueue, watch
-from generator.workers import lab_pool
+from generator.speed.workers import lab_pool
 
 log = logging.getLogger(__name__)
 
