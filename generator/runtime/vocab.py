@@ -50,7 +50,7 @@ from generator.models.wordpiece import (
     is_punctuation,
     is_whitespace,
 )
-from generator.kinds.helpers import json_for_script
+from generator.webfiles import json_for_script
 
 WORDPIECE_JS = Path(__file__).parent / "static" / "wordpiece.js"  # the tokenizer: Labs.runtime.WordPiece
 DATA_FORMAT = 1  # what wordpiece.js checks before it reads the data; raise it when the shape changes
