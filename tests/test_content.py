@@ -377,7 +377,7 @@ def _author_facing_parsers(size: int = LINE):  # size: what every input below is
     from generator.kinds.attention import teaching
     from generator.content import SLUG_RE, valid_base_url, valid_language
     from generator.kinds.attention.realmodel import parse_relation
-    from generator.kinds.attention.widget import find_word, parse_claim
+    from generator.kinds.attention.reading import find_word, parse_claim
     from generator.prose.markdown_render import render_markdown
     from generator.prose.slug import slugify
 

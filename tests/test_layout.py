@@ -14,7 +14,7 @@ MODULES = sorted((ROOT / "generator").rglob("*.py"))
 ONE_THING = {
     "models/bert.py": "the NumPy BERT encoder and its checkpoint loading",
     "kinds/attention/teaching.py": "the designed model: lexicon, roles, heads and their rules",
-    "kinds/attention/widget.py": "the spotlight's sentences: read, tagged, computed, claims checked",
+    "kinds/attention/reading.py": "the spotlight's widget: section read: sentences, tags, claims, each at its line",
     "kinds/attention/realmodel.py": "the model: section: read, real heads from the cache, the head finder on them",
     "kinds/attention/cache.py": "the real-heads cache file: its format, written, read and checked",
     "content.py": "reading a site's authored files into the content model (one loader)",

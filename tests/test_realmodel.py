@@ -209,7 +209,7 @@ def test_labs_attention_on_a_nan_checkpoint_is_one_error_not_bare_nan(project, c
 def test_relation_words_are_read_as_claims_read_them(written):
     """read_model's quick look-up of a relation's word answers as read_word does, errors included."""
     from generator.kinds.attention.realmodel import _read_word
-    from generator.kinds.attention.widget import read_word
+    from generator.kinds.attention.reading import read_word
 
     class Errors:
         def __init__(self):

@@ -25,7 +25,8 @@ from generator.kinds.attention.numbers import as_json
 from generator.kinds.attention import inpage
 from generator.kinds.attention.own import own_real_script, own_script
 from generator.kinds.attention.realmodel import ModelSpec, compute_real, read_model
-from generator.kinds.attention.widget import WidgetSpec, check_claims, compute_widget, read_widget, read_word, top_keys
+from generator.kinds.attention.reading import WidgetSpec, read_widget, read_word
+from generator.kinds.attention.widget import check_claims, compute_widget, top_keys
 from generator.kinds.helpers import compact_json, fingerprint, json_for_script, lazy_script, minified, shared_src
 from generator.model import Lab, Option
 from generator.source import Reader

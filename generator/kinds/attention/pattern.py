@@ -15,7 +15,7 @@ from typing import Any
 
 from generator.kinds.attention import shuffle as shuffling
 from generator.kinds.attention.numbers import as_json, rounded_lists
-from generator.kinds.attention.widget import WidgetSpec
+from generator.kinds.attention.reading import WidgetSpec
 from generator.kinds.helpers import fingerprint, json_for_script, minified
 
 FOLDER = Path(__file__).parent / "static" / "later"

@@ -47,7 +47,7 @@ import numpy as np
 
 from generator.errors import BuildError, ContentError, Diagnostic, did_you_mean, display_path
 from generator.kinds.attention import teaching
-from generator.kinds.attention.widget import read_word
+from generator.kinds.attention.reading import read_word
 from generator.source import Reader
 from generator.pickling import pickled_as_call
 
@@ -207,7 +207,7 @@ def _read_word(reader: Reader, where: tuple, written: str, words: tuple[str, ...
 
 def _read_finder_sentences(reader: Reader, where: tuple, widget) -> list[tuple[FinderSentence, tuple]]:
     """``model.sentences``: id and tagged text of each finder-only sentence, with where its text is."""
-    from generator.kinds.attention.widget import SENTENCE_ID, read_words
+    from generator.kinds.attention.reading import SENTENCE_ID, read_words
 
     found: list[tuple[FinderSentence, tuple]] = []
     if reader.value(where) is None:
