@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator.errors import ContentError, Diagnostic, did_you_mean, display_path
-from generator.kinds import Computed, KindQuestion, LabKind, PageData
+from generator.kinds import (
+    Computed, ContentError, Diagnostic, KindQuestion, Lab, LabKind, Option, PageData, Reader, did_you_mean,
+    display_path)
 from generator.kinds.attention.numbers import as_json
 from generator.kinds.attention import inpage
 from generator.kinds.attention.own import own_real_script, own_script
@@ -28,8 +29,6 @@ from generator.kinds.attention.realmodel import ModelSpec, compute_real, read_mo
 from generator.kinds.attention.reading import WidgetSpec, read_widget, read_word
 from generator.kinds.attention.widget import check_claims, compute_widget, top_keys
 from generator.kinds.helpers import compact_json, fingerprint, json_for_script, lazy_script, minified, shared_src
-from generator.model import Lab, Option
-from generator.source import Reader
 
 # Fields of the computed payload that the page's script never reads stay out of the page.
 _UNREAD_SENTENCE_FIELDS = ("roles_q",)

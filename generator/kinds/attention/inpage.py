@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from generator.errors import BuildError, ContentError, Diagnostic, display_path
+from generator.kinds import BuildError, ContentError, Diagnostic, display_path
 
 BOUND = 2.5  # points: the most an 8-bit weight of the page's model may differ from the full model's
 NO_BUNDLE = ("this lab's model section names no model bundle (model.bundle), so only the designed heads "

@@ -58,9 +58,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from generator.kinds.attention import teaching
-from generator.errors import Diagnostic, did_you_mean
-from generator.source import Reader
-from generator.pickling import pickled_as_call
+from generator.kinds import Diagnostic, Reader, did_you_mean, pickled_as_call
 
 SENTENCE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")  # a sentence id: in URLs and file names
 # The claim's optional "(>= 60%)": every \s* sits between literals, so it matches in linear

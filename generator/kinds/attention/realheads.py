@@ -22,7 +22,7 @@ import numpy as np
 
 from generator.models.bert import BertModel, run_sentence
 from generator.models.wordpiece import Encoding
-from generator.errors import BuildError
+from generator.kinds import BuildError
 
 PER_MILLE = 1000
 BASELINE_OFFSETS = (-1, 1, -2, 2, -3, 3)  # in order of preference when two score the same

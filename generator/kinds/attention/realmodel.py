@@ -45,11 +45,9 @@ from typing import Any
 
 import numpy as np
 
-from generator.errors import BuildError, ContentError, Diagnostic, did_you_mean, display_path
+from generator.kinds import BuildError, ContentError, Diagnostic, Reader, did_you_mean, display_path, pickled_as_call
 from generator.kinds.attention import teaching
 from generator.kinds.attention.reading import read_word
-from generator.source import Reader
-from generator.pickling import pickled_as_call
 
 _RELATION_TYPE = re.compile(r"[A-Za-z][\w -]*")  # one character class after a literal: linear time
 CHECKPOINT_HELP = (

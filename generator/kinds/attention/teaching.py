@@ -72,8 +72,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from generator.models.core import softmax_into, causal_mask
-from generator.errors import did_you_mean
-from generator.pickling import pickled_as_call
+from generator.kinds import did_you_mean, pickled_as_call
 
 # ---------------------------------------------------------------------------- roles
 

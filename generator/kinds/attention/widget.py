@@ -15,7 +15,7 @@ from generator.kinds.attention import teaching
 from generator.kinds.attention.reading import WidgetSpec
 from generator.kinds.attention.realheads import largest_remainder_array
 from generator.kinds.attention.numbers import rounded_lists
-from generator.errors import Diagnostic
+from generator.kinds import Diagnostic
 
 PAYLOAD_VERSION = 1
 

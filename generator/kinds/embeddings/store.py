@@ -22,12 +22,12 @@ import argparse
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from generator.errors import BuildError, Diagnostic, display_path
+from generator.kinds import BuildError, Content, Diagnostic, display_path
 
 FORMAT = 1
 DEFAULT_NAME = "embeddings.json"
@@ -145,13 +145,11 @@ def add_commands(sub) -> None:
     e.set_defaults(func=cmd_embed)
 
 
-def cmd_embed(args: argparse.Namespace) -> int:
-    from generator.content import load_content
-
+def cmd_embed(args: argparse.Namespace, load: Callable[[Path], Content]) -> int:
     if not (args.model / "model.safetensors").is_file():
         raise BuildError(f"{display_path(args.model)}/model.safetensors does not exist: --model names a local "
                          f"checkpoint folder (config.json, model.safetensors, vocab.txt)")
-    content = load_content(args.content)
+    content = load(args.content)
     labs = [lab for lab in content.labs if lab.kind == "embeddings" and (not args.lab or lab.slug in args.lab)]
     if not labs:
         print("no lab of kind 'embeddings'; nothing to do", flush=True)

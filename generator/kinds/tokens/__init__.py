@@ -51,13 +51,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from generator.kinds import Computed, KindQuestion, LabKind, PageData
+from generator.kinds import Computed, KindQuestion, Lab, LabKind, Option, PageData, Reader
 from generator.models.wordpiece import encode
 from generator.kinds.tokens.pieces import count, ratio_text, steps
 from generator.kinds.tokens.reading import TokensSpec, describe, read_tokens
-from generator.model import Lab, Option
 from generator.kinds.tokens import vocabulary
-from generator.source import Reader
 
 PICKS = ("continuation", "word-start", "unknown")
 
