@@ -8,19 +8,27 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = sorted((ROOT / "generator").rglob("*.py"))
-
-# Modules over MAX_LINES that are one thing each, and what that thing is.
-ONE_THING = {
-    "models/bert.py": "the NumPy BERT encoder and its checkpoint loading",
-    "kinds/attention/teaching.py": "the designed model: lexicon, roles, heads and their rules",
-    "kinds/attention/reading.py": "the spotlight's widget: section read: sentences, tags, claims, each at its line",
-    "kinds/attention/realmodel.py": "the model: section: read, real heads from the cache, the head finder on them",
-    "kinds/attention/cache.py": "the real-heads cache file: its format, written, read and checked",
-    "content.py": "reading a site's authored files into the content model (one loader)",
-    "source.py": "positioned YAML and the Reader that reports at line and column",
-}
+# Every module of the generator and of the default theme, its scripts included.
+MODULES = sorted([*(ROOT / "generator").rglob("*.py"), *(ROOT / "generator").rglob("*.js"),
+                  *(ROOT / "theme").rglob("*.js")])
 MAX_LINES = 400
+
+# Modules over MAX_LINES that are one thing each: their size today is their ceiling, and what that
+# one thing is. Growing past the ceiling means splitting by concern, not raising the number.
+ONE_THING = {
+    "generator/kinds/attention/static/spotlight.js":
+        (682, "the spotlight's one state object: its data, the URL hash, build, measure, paint, events, the door"),
+    "generator/kinds/attention/teaching.py": (648, "the designed model: lexicon, roles, heads and their rules"),
+    "generator/kinds/attention/cache.py": (567, "the real-heads cache file: its format, written, read and checked"),
+    "generator/content.py": (554, "reading a site's authored files into the content model (one loader)"),
+    "generator/kinds/attention/realmodel.py":
+        (538, "the model: section: read, real heads from the cache, the head finder on them"),
+    "generator/models/bert.py": (519, "the NumPy BERT encoder and its checkpoint loading"),
+    "generator/source.py": (437, "positioned YAML and the Reader that reports at line and column"),
+    "generator/kinds/attention/reading.py":
+        (428, "the spotlight's widget: section read: sentences, tags, claims, each at its line"),
+    "generator/serve/incremental.py": (416, "labs serve's SiteBuilder: the pipeline's stages and what each keeps"),
+}
 
 
 def _imports(path: Path) -> set[str]:
@@ -39,8 +47,18 @@ def test_labs_serve_builds_through_the_pipeline_not_through_labs_build(module):
     assert "generator.build" not in _imports(ROOT / "generator" / module)
 
 
-@pytest.mark.parametrize("module", MODULES, ids=lambda p: p.relative_to(ROOT / "generator").as_posix())
-def test_a_module_is_short_or_one_thing(module):
-    name = module.relative_to(ROOT / "generator").as_posix()
+@pytest.mark.parametrize("module", MODULES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_a_module_is_short_or_one_thing_under_its_ceiling(module):
+    name = module.relative_to(ROOT).as_posix()
     lines = len(module.read_text(encoding="utf-8").splitlines())
-    assert lines <= MAX_LINES or name in ONE_THING, f"{name} has {lines} lines: split it by concern"
+    ceiling, _ = ONE_THING.get(name, (MAX_LINES, ""))
+    assert lines <= ceiling, (f"{name} has {lines} lines: split it by concern" if name not in ONE_THING else
+                              f"{name} has {lines} lines, over its ceiling of {ceiling}: split it by concern")
+
+
+@pytest.mark.parametrize("name", sorted(ONE_THING))
+def test_a_waiver_is_for_a_module_that_needs_it(name):
+    """A waiver names a module that exists and is over MAX_LINES, so one that shrank loses it."""
+    path = ROOT / name
+    assert path.is_file(), f"{name} is waived but does not exist"
+    assert len(path.read_text(encoding="utf-8").splitlines()) > MAX_LINES, f"{name} is short now: drop its waiver"
