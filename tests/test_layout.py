@@ -62,3 +62,19 @@ def test_a_waiver_is_for_a_module_that_needs_it(name):
     path = ROOT / name
     assert path.is_file(), f"{name} is waived but does not exist"
     assert len(path.read_text(encoding="utf-8").splitlines()) > MAX_LINES, f"{name} is short now: drop its waiver"
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+PACKAGES = sorted(p.parent.relative_to(ROOT).as_posix() + "/" for p in (ROOT / "generator").rglob("__init__.py"))
+TOP_LEVEL = sorted(p.name for p in (ROOT / "generator").glob("*.py") if p.name != "__init__.py")
+
+
+@pytest.mark.parametrize("package", PACKAGES + ["theme/", "examples/kind-plugin/"])
+def test_the_architecture_names_every_package(package):
+    """docs/architecture.md gives each package its paragraph: a new one is written up there."""
+    assert f"`{package}`" in ARCHITECTURE.read_text(encoding="utf-8"), f"docs/architecture.md does not name {package}"
+
+
+@pytest.mark.parametrize("module", TOP_LEVEL)
+def test_the_architecture_names_every_top_level_module(module):
+    assert f"`{module}`" in ARCHITECTURE.read_text(encoding="utf-8"), f"docs/architecture.md does not name {module}"
