@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import tree
+from conftest import lab_data, tree
 
 import generator.build
 import generator.sitefolder
@@ -75,7 +75,7 @@ def test_every_file_a_lab_page_names_in_its_data_is_in_the_site(project):
     files = set(tree(project / "site"))
     for slug in ("alpha", "beta"):
         html = (project / "site" / "labs" / slug / "index.html").read_text(encoding="utf-8")
-        data = json.loads(re.search(r'<script type="application/json" id="lab-data">(.*?)</script>', html, re.S).group(1))
+        data = lab_data(html)
         named = re.findall(r'"(?:src|css|finder_src)": ?"([^"]+)"', json.dumps(data)) + \
             list(((data.get("real") or {}).get("srcs") or {}).values())
         assert any(src.startswith("../../assets/kinds/attention/") for src in named), named

@@ -78,12 +78,7 @@ def apply(project: Path, case: Case) -> str:
     return f"{case.shown or case.file}:{line}:{column}: error: {case.message.format(first_line=first_line)}"
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    """A copy of the shipped content in a fresh folder that is also the working directory."""
-    shutil.copytree(ROOT / "content", tmp_path / "content")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.project("shipped")  # the project fixture (conftest.py) starts from it
 
 
 def build(capsys) -> tuple[int, list[str]]:

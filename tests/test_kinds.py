@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,11 +18,7 @@ from test_boundaries import MODULES, module_of, imports
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    shutil.copytree(ROOT / "content", tmp_path / "content")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.project("shipped")  # the project fixture (conftest.py) starts from it
 
 
 def test_no_module_reaches_into_another_modules_private_names():

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import labs_data
+from conftest import lab_data, labs_data
 from conftest import run_labs as run
 
 from generator.models.bert import BertConfig, write_random_checkpoint
@@ -34,12 +34,7 @@ def checkpoint(tmp_path_factory) -> Path:
     return folder
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch) -> Path:
-    shutil.copytree(ROOT / "content", tmp_path / "content")
-    shutil.copytree(ROOT / "theme", tmp_path / "theme")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.project("shipped+theme")  # the project fixture (conftest.py) starts from it
 
 
 
@@ -53,7 +48,7 @@ def test_shipped_cache_builds_without_a_checkpoint(project, capsys):
     code, out, err = run(capsys, "build")
     assert (code, err) == (0, [])
     page = (project / "site/labs/attention/index.html").read_text(encoding="utf-8")
-    data = json.loads(re.search(r'id="lab-data">(.*?)</script>', page, re.S).group(1))
+    data = lab_data(page)
     real = data["real"]
     assert real["model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert (real["layers"], real["heads"]) == (6, 12)
@@ -121,7 +116,7 @@ def test_labs_heads_fills_the_cache_and_the_build_uses_it(project, capsys, check
     code, _, err = run(capsys, "build")
     assert (code, err) == (0, [])
     page = (project / "site/labs/attention/index.html").read_text(encoding="utf-8")
-    data = json.loads(re.search(r'id="lab-data">(.*?)</script>', page, re.S).group(1))
+    data = lab_data(page)
     assert (data["real"]["layers"], data["real"]["heads"]) == (2, 4)
 
 

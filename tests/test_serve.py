@@ -698,6 +698,7 @@ def test_binding_beyond_loopback_warns_loudly(start_server, tmp_path):
     assert server.interrupt() == 0
 
 
+@pytest.mark.browser
 def test_an_edit_shows_up_in_the_open_page_by_itself(start_server, browser, tmp_path):
     from playwright.sync_api import expect
 
@@ -725,6 +726,7 @@ def until(page, condition: str, timeout_ms: int = 10000) -> bool:
     }})""")
 
 
+@pytest.mark.browser
 def test_a_reload_puts_the_reader_back_where_they_were(start_server, browser, tmp_path):
     """Reading the FAQ, far below parts that come in late, an edit above it reloads the page and
     the FAQ's heading is back where it sat on screen, and stays there once the parts around it
@@ -760,6 +762,7 @@ def test_a_reload_puts_the_reader_back_where_they_were(start_server, browser, tm
     page.close()
 
 
+@pytest.mark.browser
 def test_an_error_shows_an_overlay_until_it_is_fixed(start_server, browser, tmp_path):
     from playwright.sync_api import expect
 
@@ -1045,6 +1048,7 @@ def test_64_slow_senders_and_64_open_pages_leave_room_for_a_request(http_server,
     assert threading.active_count() < 200
 
 
+@pytest.mark.browser
 def test_a_page_refused_a_live_reload_stream_asks_again_later(http_server, crowd, browser):
     server = http_server(max_streams=1)
     held = crowd.stream(server)
