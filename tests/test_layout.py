@@ -78,3 +78,13 @@ def test_the_architecture_names_every_package(package):
 @pytest.mark.parametrize("module", TOP_LEVEL)
 def test_the_architecture_names_every_top_level_module(module):
     assert f"`{module}`" in ARCHITECTURE.read_text(encoding="utf-8"), f"docs/architecture.md does not name {module}"
+
+
+def test_pyproject_lists_every_package():
+    """The package list is written out (generator.theme is mapped from theme/): a package left out
+    of it is left out of a wheel, and an installed labs would miss it."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    found = {p.parent.relative_to(ROOT).as_posix().replace("/", ".") for p in (ROOT / "generator").rglob("__init__.py")}
+    assert listed == found | {"generator.theme"}
