@@ -175,7 +175,7 @@ def trained_tokenizer(smollm2_tokenizer):
         pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)])
     trained.decoder = decoders.ByteLevel(add_prefix_space=True, trim_offsets=True, use_regex=True)
     trained.add_special_tokens([AddedToken(t, special=True, normalized=False)
-                                for t, kind in zip(tok.tokens, tok.token_types) if kind == bpe.CONTROL])
+                                for t, kind in zip(tok.tokens, tok.token_types, strict=True) if kind == bpe.CONTROL])
     return trained
 
 

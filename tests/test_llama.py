@@ -257,6 +257,7 @@ def test_the_cache_gives_the_same_next_token_probabilities_within_1e_5(smollm2):
             worst = max(worst, float(np.abs(llama.probabilities(logits) - every[position - 1]).max()))
             if position < len(ids):
                 logits, cache = llama.next_token_logits(smollm2, [ids[position]], cache)
+    print(f"largest difference, cache against one pass, over 8 prompts and 7 positions each: {worst:.1e}")
     assert worst < 1e-5, worst
 
 

@@ -110,7 +110,7 @@ console.log(JSON.stringify(cases.map(c => {
   return c.parts.map(w => S.draw(S.cut(w, c.k, c.p), g()));
 })));"""
     out = subprocess.run(["node", "-e", script], input=json.dumps(cases), capture_output=True, text=True, check=True, timeout=120)
-    for case, js in zip(cases, json.loads(out.stdout)):
+    for case, js in zip(cases, json.loads(out.stdout), strict=True):
         assert js == case["python"]
 
 

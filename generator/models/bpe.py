@@ -99,7 +99,7 @@ class BPETokenizer:
 
     def __post_init__(self) -> None:
         vocab = {token: i for i, token in enumerate(self.tokens)}
-        special = {t: i for i, (t, kind) in enumerate(zip(self.tokens, self.token_types)) if kind in (CONTROL, USER_DEFINED)}
+        special = {t: i for i, (t, kind) in enumerate(zip(self.tokens, self.token_types, strict=True)) if kind in (CONTROL, USER_DEFINED)}
         pairs: dict[tuple[int, int], tuple[int, int]] = {}
         for rank, (left, right) in enumerate(self.merges):
             merged = vocab.get(left + right)
@@ -342,7 +342,10 @@ def render_chat(tokenizer: BPETokenizer, messages: Sequence[Mapping[str, str]], 
 
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     env.globals["raise_exception"] = raise_exception
-    token = (lambda i: tokenizer.tokens[i] if i is not None else "")
+
+    def token(i: int | None) -> str:
+        return tokenizer.tokens[i] if i is not None else ""
+
     try:
         return env.from_string(tokenizer.chat_template).render(
             messages=[dict(m) for m in messages], add_generation_prompt=add_generation_prompt,
