@@ -20,6 +20,7 @@ Reference tests need the fetched GGUF and the ``tokenizers``/``transformers`` pa
 
 from __future__ import annotations
 
+import pickle
 import unicodedata
 
 import numpy as np
@@ -81,6 +82,8 @@ def test_the_tiny_tokenizer_reads_specials_merges_and_the_chat_template(tmp_path
         "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
     with pytest.raises(BuildError, match="needs a text 'role' and 'content'"):
         bpe.render_chat(tokenizer, [{"role": "user"}])
+    copy = pickle.loads(pickle.dumps(tokenizer))  # build workers get it pickled: data only, tables rebuilt
+    assert bpe.encode("<|im_start|>the then", copy) == encoding and len(pickle.dumps(tokenizer)) < 10_000
 
 
 def test_a_broken_chat_template_is_an_error_not_a_traceback(tmp_path):

@@ -80,7 +80,7 @@ def cmd_models_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_models_list(args: argparse.Namespace) -> int:
-    named = set(store.named_by_content(args.content))
+    named = set(store.named_by_content(args.content)) if args.content.is_dir() else set()
     for name, model in store.MODELS.items():
         wrong = store.problems(name)
         state = "fetched" if not wrong else "not fetched" if all(" not found" in p for p in wrong) else "damaged"
