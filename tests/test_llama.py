@@ -142,6 +142,25 @@ def test_a_gguf_that_is_not_a_plain_llama_is_refused_with_the_reason(tmp_path, o
     assert expected in message
 
 
+def test_random_damage_to_a_gguf_gives_an_error_line_never_a_traceback(tmp_path):
+    data = write_gguf(tmp_path / "whole.gguf").read_bytes()
+    rng = np.random.default_rng(17)
+    damaged = tmp_path / "damaged.gguf"
+    outcomes = set()
+    for _ in range(150):
+        copy = bytearray(data)
+        for at in rng.integers(4, 6000, size=rng.integers(1, 5)):  # the header, metadata and tensor table
+            copy[at] = int(rng.integers(256))
+        damaged.write_bytes(bytes(copy))
+        try:
+            llama.load_model(damaged)
+            outcomes.add("loaded")  # a flipped weight or name that is still a valid model
+        except BuildError as exc:
+            outcomes.add("error")
+            assert "damaged.gguf: error: " in str(exc) and "\n" not in str(exc)
+    assert "error" in outcomes
+
+
 def test_a_tiny_gguf_loads_with_its_numbers(tmp_path):
     model = llama.load_model(write_gguf(tmp_path / "m.gguf"))
     c = model.config
