@@ -80,6 +80,7 @@ def test_usage_errors_exit_2(tiny, capsys, argv, message):
 
 def test_an_empty_prompt_and_a_missing_model_are_one_line_errors(tiny, tmp_path, capsys, monkeypatch):
     assert run(capsys, "next", "", "--gguf", str(tiny))[:3:2] == (1, "error: the prompt has no tokens\n")
+    assert run(capsys, "next", "caf\udce9", "--gguf", str(tiny))[:3:2] == (1, "error: the prompt is not valid UTF-8 text\n")
     monkeypatch.setenv("LABS_MODELS_DIR", str(tmp_path / "empty"))
     code, _, err = run(capsys, "next", "Hello")
     assert code == 1 and err.count("\n") == 1

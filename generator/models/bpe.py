@@ -249,7 +249,10 @@ def _encode_piece(piece: str, tokenizer: BPETokenizer) -> tuple[list[int], int]:
 
 
 def encode(text: str, tokenizer: BPETokenizer, special: bool = True) -> Encoding:
-    """Token ids of ``text``; with ``special``, control tokens written in it become their ids."""
+    """Token ids of ``text``; with ``special``, control tokens written in it become their ids.
+
+    ``text`` is Unicode text: a lone surrogate (no UTF-8 for it) raises ``UnicodeEncodeError``.
+    """
     ids: list[int] = []
     dropped = 0
     segments: list[tuple[str, int | None]] = []
