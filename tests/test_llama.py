@@ -8,8 +8,8 @@ With the fetched SmolLM2-135M-Instruct GGUF (``labs models fetch smollm2-135m-in
 cache on the real model, and — marked ``reference`` — parity with transformers' GGUF-loaded
 ``LlamaForCausalLM`` in float32 (which dequantizes with the same gguf library): every one of the
 49,152 next-token probabilities within 1e-4 on 120 prompts, the two anchors, the weights and the
-RoPE pairing. transformers loads once for the module (about 15-30 s); NumPy and PyTorch run on
-one thread each.
+RoPE pairing. transformers loads once for the module; NumPy and PyTorch run on one thread each.
+The whole file takes about 45 s on a quiet 2-core machine (1 minute and more when it is busy).
 """
 
 from __future__ import annotations
