@@ -1,25 +1,26 @@
-/* Byte-level BPE in the page, as GPT-2 made it and SmolLM2 uses it: the same ids as the build's
-   Python tokenizer for the same text.
+/* Byte-level BPE in the page: generator/models/bpe.py in JavaScript, the same ids for the same text.
 
-     1. control tokens ("<|im_start|>", …) are cut out of the text whole, leftmost and longest first;
-     2. the pre-tokenizer cuts the rest into words: every number character alone ("smollm"), then
+     1. special tokens (control and user-defined: "<|im_start|>", …) are cut out of the text whole,
+        leftmost, the longest at a place;
+     2. the pre-tokenizer cuts the rest into pieces: every numeral (\p{N}) alone ("smollm"), then
         GPT-2's pattern  's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-        over each piece;
-     3. each word's UTF-8 bytes become characters (GPT-2's byte-to-unicode table: a space is "Ġ"),
-        so that every byte sequence has a spelling and no text is ever unknown;
-     4. the word's characters merge, the lowest-ranked adjacent pair first, every occurrence of it
-        left to right, until no pair is in the merges; each symbol is a token.
+        over each stretch between them ("gpt2": the pattern alone);
+     3. each piece's UTF-8 bytes become characters (GPT-2's byte-to-unicode table: a space is "Ġ");
+        a byte the vocabulary has no token for is dropped and counted;
+     4. the pair of adjacent symbols with the lowest merge rank is merged, the leftmost among
+        equals, again and again, until no pair is a merge; each symbol left is a token.
 
    The pattern is not a browser RegExp: \p{L}, \p{N} and \s are whatever Unicode the browser was
-   built with, and they differ between browsers and from the build's Python. The classes come with
-   the data instead (tables [start, length, gap, length, …], generator/runtime/decoder.py), and
-   step 2 is a scanner that does what the pattern does, alternative by alternative.
+   built with, which differs between browsers and from the build's. The classes come with the data
+   instead (tables [start, length, gap, length, …] made by generator/runtime/decoder.py with the
+   regex package bpe.py matches with), and step 2 is a scanner that does what the pattern does,
+   alternative by alternative.
 
-   const bpe = Labs.runtime.BPE(data);           // data: what model-tokenizer.<h>.js registers
-   bpe.encode(text, {special})  → {text, ids, tokens, words, offsets}   (special: default true)
+   const bpe = Labs.runtime.BPE(data);          // data: what model-tokenizer.<h>.js registers
+   bpe.encode(text, {special})  → {text, ids, tokens, pieces, offsets, dropped}  (special: default true)
    bpe.decode(ids)              → the text (invalid UTF-8 as U+FFFD)
-   bpe.token(id), bpe.id(token), bpe.tokenBytes(id), bpe.size, bpe.bos, bpe.eos, bpe.control,
-   bpe.preTokenize(text), bpe.merge(word)                                                       */
+   bpe.token(id), bpe.id(token), bpe.tokenBytes(id), bpe.size, bpe.bos, bpe.eos, bpe.special,
+   bpe.preTokenize(text), bpe.merge(piece)                                                        */
 (() => {
   "use strict";
   const Labs = self.Labs = self.Labs || {};  // self: the window, or a Worker's global scope
@@ -45,27 +46,29 @@
     if (!data || data.format !== FORMAT) {
       throw new Error(`tokenizer data of format ${data && data.format}, this tokenizer reads format ${FORMAT}`);
     }
-    if (data.pre !== "smollm") throw new Error(`pre-tokenizer ${data.pre}: this tokenizer knows "smollm"`);
+    if (data.pre !== "smollm" && data.pre !== "gpt2") throw new Error(`pre-tokenizer ${data.pre}: this tokenizer knows "smollm" and "gpt2"`);
     const U = data.unicode;
     const rangeSet = runtime.rangeSet;  // static/wordpiece.js, earlier in the same runtime script
     const isLetter = rangeSet(U.letter), isNumber = rangeSet(U.number), isSpace = rangeSet(U.space);
     const tokens = data.tokens.split(" ");
     const vocab = new Map();
     tokens.forEach((token, id) => vocab.set(token, id));
-    const merges = data.merges.split("\n"), ranks = new Map();
-    merges.forEach((pair, rank) => ranks.set(pair, rank));
+    const ranks = new Map();  // "left right" -> rank; a repeated merge keeps its first rank
+    data.merges.split("\n").forEach((pair, rank) => { if (!ranks.has(pair)) ranks.set(pair, rank); });
     const { toChar, toByte } = byteTable();
-    const control = data.control.map(id => tokens[id]).sort((a, b) => b.length - a.length);  // longest first
+    const isSpecial = new Set(data.special);
+    // longest first, then in code unit order: at each place the longest special token that fits
+    const special = data.special.map(id => tokens[id]).sort((a, b) => b.length - a.length || (a < b ? -1 : a > b ? 1 : 0));
     const encoder = new TextEncoder(), decoder = new TextDecoder("utf-8");
-    const cache = new Map();  // word -> its tokens' ids: text repeats words
+    const cache = new Map();  // piece -> {ids, dropped}
 
-    /** Step 1: [{text, id}] pieces, id set for a control token, in order. */
-    function splitControl(text, special) {
-      if (!special || !control.length) return [{ text, id: -1 }];
+    /** Step 1: [{text, id}] stretches in order, id set for a special token (else -1). */
+    function splitSpecial(text, on) {
+      if (!on || !special.length) return [{ text, id: -1 }];
       const out = [];
       let from = 0;
       for (let i = 0; i < text.length;) {
-        const found = text.charCodeAt(i) === 0x3c ? control.find(c => text.startsWith(c, i)) : undefined;  // all start with "<"
+        const found = special.find(c => text.startsWith(c, i));
         if (found === undefined) { i++; continue; }
         if (i > from) out.push({ text: text.slice(from, i), id: -1 });
         out.push({ text: found, id: vocab.get(found) });
@@ -76,7 +79,7 @@
       return out;
     }
 
-    /** GPT-2's pattern over code points cs[from, to): the words, as [start, end) pairs. */
+    /** GPT-2's pattern over code points cs[from, to): its pieces, as [start, end) pairs. */
     function pattern(cs, from, to, out) {
       const kind = c => (isLetter(c) ? 1 : isNumber(c) ? 2 : isSpace(c) ? 3 : 4);
       let i = from;
@@ -108,82 +111,98 @@
       }
     }
 
-    /** Step 2: the words of text (no control tokens in it), as strings. */
+    /** Step 2: the pieces of text (no special tokens in it), in order; they join up to text. */
     function preTokenize(text) {
-      const cs = Array.from(text, ch => ch.codePointAt(0)), words = [];
-      const spans = [];
-      let from = 0;
-      for (let i = 0; i <= cs.length; i++) {  // every number character alone, then the pattern on each piece
-        if (i < cs.length && !isNumber(cs[i])) continue;
-        if (i > from) pattern(cs, from, i, spans);
-        if (i < cs.length) spans.push([i, i + 1]);
-        from = i + 1;
+      const cs = Array.from(text, ch => ch.codePointAt(0)), spans = [];
+      if (data.pre === "gpt2") pattern(cs, 0, cs.length, spans);
+      else {
+        let from = 0;
+        for (let i = 0; i <= cs.length; i++) {  // every numeral alone, the pattern over each stretch between
+          if (i < cs.length && !isNumber(cs[i])) continue;
+          if (i > from) pattern(cs, from, i, spans);
+          if (i < cs.length) spans.push([i, i + 1]);
+          from = i + 1;
+        }
       }
-      for (const [a, b] of spans) words.push(String.fromCodePoint(...cs.slice(a, b)));
-      return words;
+      return spans.map(([a, b]) => String.fromCodePoint(...cs.slice(a, b)));
     }
 
-    /** Steps 3-4 for one word: its UTF-8 bytes as byte characters, merged; the symbols. */
-    function merge(word) {
-      let symbols = Array.from(encoder.encode(word), b => toChar[b]);
-      while (symbols.length > 1) {
+    /** Steps 3-4 for one piece: {symbols (the tokens' spellings), dropped (bytes without a token)}. */
+    function merge(piece) {
+      const chars = Array.from(encoder.encode(piece), b => toChar[b]);
+      const symbols = chars.filter(ch => vocab.has(ch));
+      for (;;) {
         let best = -1, bestRank = Infinity;
         for (let i = 0; i + 1 < symbols.length; i++) {
           const rank = ranks.get(symbols[i] + " " + symbols[i + 1]);
-          if (rank !== undefined && rank < bestRank) { bestRank = rank; best = i; }
+          if (rank !== undefined && rank < bestRank) { bestRank = rank; best = i; }  // strict: the leftmost among equals
         }
         if (best < 0) break;
-        const left = symbols[best], right = symbols[best + 1], merged = [];
-        for (let i = 0; i < symbols.length; i++) {
-          if (i + 1 < symbols.length && symbols[i] === left && symbols[i + 1] === right) { merged.push(left + right); i++; }
-          else merged.push(symbols[i]);
-        }
-        symbols = merged;
+        symbols.splice(best, 2, symbols[best] + symbols[best + 1]);
       }
-      return symbols;
+      return { symbols, dropped: chars.length - symbols.length };
     }
 
-    function wordIds(word) {
-      let ids = cache.get(word);
-      if (ids === undefined) {
-        ids = merge(word).map(symbol => {
-          const id = vocab.get(symbol);
-          if (id === undefined) throw new Error(`the merges make ${symbol}, which is not a token`);
-          return id;
-        });
-        if (cache.size > 50000) cache.clear();
-        cache.set(word, ids);
+    function pieceIds(piece) {  // {ids, dropped}, kept per piece: text repeats its words
+      let found = cache.get(piece);
+      if (found === undefined) {
+        const merged = merge(piece);
+        found = { ids: merged.symbols.map(symbol => vocab.get(symbol)), dropped: merged.dropped };
+        if (cache.size >= 100000) cache.clear();
+        cache.set(piece, found);
       }
-      return ids;
+      return found;
     }
 
-    /** {text, ids, tokens, words, offsets}: tokens the byte-level spellings, words the pre-tokenizer's
-        words (control tokens among them), offsets each token's [start, end) in the text's UTF-8 bytes. */
+    /** {text, ids, tokens, pieces, offsets, dropped}: tokens the vocabulary's spellings of ids,
+        pieces the pre-tokenizer's (special tokens among them), offsets each token's [start, end)
+        in the text's UTF-8 bytes, dropped the bytes no token holds. */
     function encode(text, options) {
-      const special = !options || options.special !== false;
-      const ids = [], words = [], offsets = [];
-      let at = 0;
-      for (const piece of splitControl(String(text), special)) {
-        const pieceWords = piece.id >= 0 ? [piece.text] : preTokenize(piece.text);
-        for (const word of pieceWords) {
-          words.push(word);
-          const wordIdList = piece.id >= 0 ? [piece.id] : wordIds(word);
-          for (const id of wordIdList) {
-            const length = piece.id >= 0 ? encoder.encode(word).length : tokens[id].length;
-            ids.push(id);
-            offsets.push([at, at + length]);
-            at += length;
+      text = String(text);
+      const on = !options || options.special !== false;
+      const ids = [], pieces = [], offsets = [];
+      let at = 0, dropped = 0;
+      for (const stretch of splitSpecial(text, on)) {
+        if (stretch.id >= 0) {
+          const length = encoder.encode(stretch.text).length;
+          pieces.push(stretch.text);
+          ids.push(stretch.id);
+          offsets.push([at, at + length]);
+          at += length;
+          continue;
+        }
+        for (const piece of preTokenize(stretch.text)) {
+          pieces.push(piece);
+          const found = pieceIds(piece);
+          if (found.dropped) {  // offsets follow the text's bytes: walk them, skipping those dropped
+            const chars = Array.from(encoder.encode(piece), b => toChar[b]);
+            let k = 0;
+            for (const id of found.ids) {
+              while (!vocab.has(chars[k])) { k++; at++; }
+              ids.push(id);
+              offsets.push([at, at + tokens[id].length]);
+              at += tokens[id].length;
+              k += tokens[id].length;
+            }
+            at += chars.length - k;
+          } else {
+            for (const id of found.ids) {
+              ids.push(id);
+              offsets.push([at, at + tokens[id].length]);
+              at += tokens[id].length;
+            }
           }
+          dropped += found.dropped;
         }
       }
-      return { text: String(text), ids, tokens: ids.map(id => tokens[id]), words, offsets };
+      return { text, ids, tokens: ids.map(id => tokens[id]), pieces, offsets, dropped };
     }
 
-    /** The bytes a token stands for (a control token: its text in UTF-8). */
+    /** The bytes a token stands for (a special token: its text in UTF-8). */
     function tokenBytes(id) {
       const token = tokens[id];
       if (token === undefined) throw new Error(`token id ${id} is outside the vocabulary`);
-      if (data.control.includes(id)) return encoder.encode(token);
+      if (isSpecial.has(id)) return encoder.encode(token);
       return Uint8Array.from(token, ch => toByte.get(ch));
     }
 
@@ -197,8 +216,8 @@
     return Object.freeze({
       encode, decode, preTokenize, merge, tokenBytes,
       token: id => tokens[id], id: token => vocab.get(token), size: tokens.length,
-      bos: data.bos, eos: data.eos, unk: data.unk, pad: data.pad, control: data.control.slice(),
-      chatTemplate: data.chat_template, unicodeVersion: U.version,
+      bos: data.bos, eos: data.eos, special: data.special.slice(), chatTemplate: data.chat_template,
+      unicodeVersion: U.version,
     });
   }
 

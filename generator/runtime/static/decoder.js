@@ -66,7 +66,7 @@
     function* modelSteps(spec, buffer) {
       var c = spec.config, t = spec.tensors, layers = [];
       if (buffer.byteLength !== spec.bytes) throw new Error("the weights are " + buffer.byteLength + " bytes, not " + spec.bytes);
-      for (var l = 0; l < c.num_hidden_layers; l++) {
+      for (var l = 0; l < c.n_layers; l++) {
         var p = "blk." + l + ".";
         layers.push({ attnNorm: tensor(buffer, t, p + "attn_norm.weight"), q: tensor(buffer, t, p + "attn_q.weight"),
           k: tensor(buffer, t, p + "attn_k.weight"), v: tensor(buffer, t, p + "attn_v.weight"),
@@ -75,7 +75,7 @@
           down: tensor(buffer, t, p + "ffn_down.weight") });
         if (l % 10 === 9) yield;
       }
-      var d = c.hidden_size, kvWidth = c.num_key_value_heads * c.head_dim;
+      var d = c.hidden_size, kvWidth = c.n_kv_heads * c.head_dim;
       return { config: c, layers: layers, embed: tensor(buffer, t, "token_embd.weight"), outNorm: tensor(buffer, t, "output_norm.weight"),
         d: d, kvWidth: kvWidth, ids: [], length: 0, capacity: 0, keys: [], values: [], logits: null,
         record: null };  // record: the attention weights of every position, once asked for (attention())
@@ -264,7 +264,7 @@
     // Attention of rows [n, H·hd] (positions p0..p0+n) over cache positions 0..p (causal), into ctx.
     // With rec (the attention record), each row's weights are kept there.
     function attend(model, l, q, n, p0, ctx, rec) {
-      var c = model.config, H = c.num_attention_heads, KV = c.num_key_value_heads, hd = c.head_dim;
+      var c = model.config, H = c.n_heads, KV = c.n_kv_heads, hd = c.head_dim;
       var keys = model.keys[l], values = model.values[l], w = model.kvWidth, scale = 1 / Math.sqrt(hd);
       var scores = new Float64Array(p0 + n), width = H * hd;
       for (var r = 0; r < n; r++) {
@@ -313,7 +313,7 @@
     // and with model.record, every row's attention weights are recorded.
     function* forwardSteps(model, ids, p0, options) {
       var c = model.config, n = ids.length, d = model.d, f = c.intermediate_size, L = model.layers.length;
-      var H = c.num_attention_heads, hd = c.head_dim, KV = c.num_key_value_heads, w = model.kvWidth, eps = c.rms_norm_eps;
+      var H = c.n_heads, hd = c.head_dim, KV = c.n_kv_heads, w = model.kvWidth, eps = c.rms_norm_eps;
       var write = !!options.write, i, r;
       var x = new Float64Array(n * d), h = new Float64Array(n * d), hs = new Float64Array(n * (d >> 5));
       var q = new Float64Array(n * d), kk = new Float64Array(n * w), vv = new Float64Array(n * w);
@@ -431,7 +431,7 @@
     // positions not yet recorded from the cache (every layer's weights at once); from then on
     // each new position's weights are recorded as it runs.
     function* attentionSteps(model, layer) {
-      var c = model.config, H = c.num_attention_heads, L = model.layers.length, n = model.length;
+      var c = model.config, H = c.n_heads, L = model.layers.length, n = model.length;
       if (!(layer >= 0 && layer < L && layer === Math.floor(layer))) throw new Error("Layer " + layer + " is not one of 0 to " + (L - 1) + ".");
       if (!model.record) {
         model.record = { rows: [], room: 0, length: 0 };

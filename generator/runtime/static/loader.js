@@ -665,7 +665,7 @@
         return enqueue(function () {
           var p = position === undefined ? held.length - 1 : position;
           return call("lens", { position: p }).then(function (probabilities) {
-            return { position: p, layers: config.num_hidden_layers + 1, vocab: V, probabilities: probabilities };
+            return { position: p, layers: config.n_layers + 1, vocab: V, probabilities: probabilities };
           });
         });
       },
@@ -675,7 +675,7 @@
         return enqueue(function () {
           var n = held.length;
           return call("attention", { layer: layer }).then(function (weights) {
-            return { layer: layer, heads: config.num_attention_heads, n: n, weights: weights };
+            return { layer: layer, heads: config.n_heads, n: n, weights: weights };
           });
         });
       },
