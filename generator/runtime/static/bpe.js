@@ -59,7 +59,7 @@
     const isSpecial = new Set(data.special);
     // longest first, then in code unit order: at each place the longest special token that fits
     const special = data.special.map(id => tokens[id]).sort((a, b) => b.length - a.length || (a < b ? -1 : a > b ? 1 : 0));
-    const encoder = new TextEncoder(), decoder = new TextDecoder("utf-8");
+    const encoder = new TextEncoder(), decoder = new TextDecoder("utf-8", { ignoreBOM: true });  // a leading U+FEFF is text, as in Python
     const cache = new Map();  // piece -> {ids, dropped}
 
     /** Step 1: [{text, id}] stretches in order, id set for a special token (else -1). */
@@ -130,7 +130,7 @@
     /** Steps 3-4 for one piece: {symbols (the tokens' spellings), dropped (bytes without a token)}. */
     function merge(piece) {
       const chars = Array.from(encoder.encode(piece), b => toChar[b]);
-      const symbols = chars.filter(ch => vocab.has(ch));
+      const symbols = chars.filter(ch => vocab.has(ch)), dropped = chars.length - symbols.length;
       for (;;) {
         let best = -1, bestRank = Infinity;
         for (let i = 0; i + 1 < symbols.length; i++) {
@@ -140,7 +140,7 @@
         if (best < 0) break;
         symbols.splice(best, 2, symbols[best] + symbols[best + 1]);
       }
-      return { symbols, dropped: chars.length - symbols.length };
+      return { symbols, dropped };
     }
 
     function pieceIds(piece) {  // {ids, dropped}, kept per piece: text repeats its words

@@ -386,20 +386,12 @@
       return forwardSteps(model, ids, model.length, { write: true, logits: logits });
     }
 
-    // softmax(logits / temperature) as float32 [V]; temperature 1 unless given.
-    function softmax(logits, temperature) {
-      var V = logits.length, t = temperature > 0 ? temperature : 1, peak = -Infinity, i, total = 0;
-      for (i = 0; i < V; i++) if (logits[i] > peak) peak = logits[i];
-      var e = new Float64Array(V);
-      for (i = 0; i < V; i++) { e[i] = Math.exp((logits[i] - peak) / t); total += e[i]; }
-      var out = new Float32Array(V);
-      for (i = 0; i < V; i++) out[i] = e[i] / total;
-      return out;
-    }
+    // softmax(logits) as float32 [V], summed in float64.
+    function softmax(logits) { return Float32Array.from(softmax64(logits, 1)); }
 
     function probabilities(model) {
       if (!model.logits) throw new Error("There is no prompt yet: run one first.");
-      return softmax(model.logits, 1);
+      return softmax(model.logits);
     }
 
     // The logit lens at `position`: the residual stream there before layer 0 and after each layer,
@@ -421,7 +413,7 @@
       }
       for (var l = 0; l <= L; l++) {
         var logits = yield* unembed(model, residuals.subarray(l * d, (l + 1) * d));
-        out.set(softmax(logits, 1), l * V);
+        out.set(softmax(logits), l * V);
       }
       return out;
     }
@@ -451,50 +443,80 @@
       return out;
     }
 
-    // ---- sampling --------------------------------------------------------------------------------
+    // ---- sampling ------------------------------------------------------------------------------
 
-    // One draw from the next-token distribution: softmax(logits / temperature) (temperature 0:
-    // the most likely token), cut to the topK most likely (0: all), then to the most likely whose
-    // probabilities ranked above hold less than topP (1: all; both cuts as the sampling lab makes
-    // them, ties to the lower id), then the first id, in id order, whose running total of the kept
-    // probabilities passes u·total (u in [0, 1)). Returns {id, probability (the model's, at
-    // temperature 1), chance (the chance it had in this draw), kept (how many tokens could be drawn)}.
+    // One step of a seeded generation, as generator/models/sampling.py defines it:
+    //   temperature 0: the most likely token (the lower id among equals), nothing drawn;
+    //   else softmax(logits / temperature) in float64 as whole parts of PARTS (largest remainder,
+    //   ties to the lower id), top-k then top-p (a whole percentage) on those parts by the sampling
+    //   lab's integer rules, and u (one 32-bit output of mulberry32) picks the first id whose
+    //   running total of parts exceeds floor(u·total / 2^32).
+    // Returns {id, probability (the model's, temperature 1, nothing cut), share (of the parts drawn from)}.
+    var PARTS = 2097152;  // 2^21: u·total stays an exact integer in a double
     function sample(model, options, u) {
       if (!model.logits) throw new Error("There is no prompt yet: run one first.");
-      var logits = model.logits, V = logits.length, i;
+      var logits = model.logits, V = logits.length, p = probabilities(model), i;
       var temperature = options.temperature === undefined ? 1 : options.temperature;
-      var topK = options.topK > 0 ? Math.floor(options.topK) : 0, topP = options.topP > 0 && options.topP < 1 ? options.topP : 1;
-      var p = probabilities(model);
       if (!(temperature > 0)) {
         var best = 0;
         for (i = 1; i < V; i++) if (logits[i] > logits[best]) best = i;
-        return { id: best, probability: p[best], chance: 1, kept: 1 };
+        return { id: best, probability: p[best], share: 1 };
       }
-      var pt = temperature === 1 ? p : softmax(logits, temperature), weight = new Float64Array(V);
-      for (i = 0; i < V; i++) weight[i] = pt[i];
-      if (topK || topP < 1) {
-        var order = new Int32Array(V);
-        for (i = 0; i < V; i++) order[i] = i;
-        order.sort(function (a, b) { return weight[b] - weight[a] || a - b; });
-        var keep = topK && topK < V ? topK : V, total = 0, before = 0;
-        for (i = 0; i < keep; i++) total += weight[order[i]];
-        var kept = 0;
-        for (i = 0; i < keep; i++) {
-          if (before < topP * total) kept++;
-          else break;
-          before += weight[order[i]];
-        }
-        for (i = kept; i < V; i++) weight[order[i]] = 0;
-      }
-      var sum = 0, count = 0;
-      for (i = 0; i < V; i++) { sum += weight[i]; if (weight[i] > 0) count++; }
-      var target = u * sum, run = 0, id = -1;
+      var parts = cut(wholeParts(softmax64(logits, temperature), PARTS), options.topK || 0, options.topP || 100);
+      var total = 0;
+      for (i = 0; i < V; i++) total += parts[i];
+      var r = Math.floor(u * total / 4294967296), run = 0, id = V - 1;
       for (i = 0; i < V; i++) {
-        run += weight[i];
-        if (weight[i] > 0) id = i;
-        if (run > target && weight[i] > 0) break;
+        run += parts[i];
+        if (run > r) { id = i; break; }
       }
-      return { id: id, probability: p[id], chance: weight[id] / sum, kept: count };
+      return { id: id, probability: p[id], share: parts[id] / total };
+    }
+
+    function softmax64(logits, temperature) {  // float64 [V], the maximum subtracted
+      var V = logits.length, z = new Float64Array(V), peak = -Infinity, total = 0, i;
+      for (i = 0; i < V; i++) { z[i] = logits[i] / temperature; if (z[i] > peak) peak = z[i]; }
+      for (i = 0; i < V; i++) { z[i] = Math.exp(z[i] - peak); total += z[i]; }
+      for (i = 0; i < V; i++) z[i] /= total;
+      return z;
+    }
+
+    // Whole numbers proportional to x adding up to total: floor, then one more to the largest
+    // remainders (ties: the lower index).
+    function wholeParts(x, total) {
+      var V = x.length, whole = 0, i, out = new Float64Array(V), rest = new Float64Array(V), given = 0;
+      for (i = 0; i < V; i++) whole += x[i];
+      for (i = 0; i < V; i++) { var raw = x[i] * total / whole; out[i] = Math.floor(raw); rest[i] = raw - out[i]; given += out[i]; }
+      var order = ranked(rest), left = total - given;
+      for (i = 0; i < left; i++) out[order[i]] += 1;
+      return out;
+    }
+
+    function ranked(w) {  // indexes from the largest to the smallest value; ties: the lower index first
+      var order = new Int32Array(w.length);
+      for (var i = 0; i < w.length; i++) order[i] = i;
+      return order.sort(function (a, b) { return w[b] - w[a] || a - b; });
+    }
+
+    // Top-k (0: off), then top-p (a whole percentage, 100: off) on what top-k kept: a token stays
+    // while the tokens ranked above it hold less than p percent. Cut tokens weigh 0.
+    function cut(w, k, pPercent) {
+      var V = w.length, i, order;
+      if (k > 0 && k < V) {
+        order = ranked(w);
+        for (i = k; i < V; i++) w[order[i]] = 0;
+      }
+      if (pPercent < 100) {
+        var total = 0, before = 0;
+        for (i = 0; i < V; i++) total += w[i];
+        order = ranked(w);
+        for (i = 0; i < V; i++) {
+          var j = order[i], weight = w[j];
+          if (!(100 * before < pPercent * total)) w[j] = 0;
+          before += weight;
+        }
+      }
+      return w;
     }
 
     function runToEnd(steps) {
@@ -528,7 +550,7 @@
           else if (m.op === "sample") value = sample(model, m.options, m.u);
           else throw new Error("unknown message " + m.op);
           scope.postMessage({ op: "done", id: m.id, value: value, length: model.length, cache: cacheBytes(model) },
-            value && value.buffer ? [value.buffer] : []);
+            value && value.buffer ? [value.buffer] : []);  // the typed arrays answered are made per call
         } catch (error) {
           var message = error instanceof RangeError && /allocation|memory|Array buffer/i.test(error.message)
             ? "There is not enough memory to run the model." : String(error && error.message || error);

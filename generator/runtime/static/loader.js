@@ -527,7 +527,8 @@
     });
   }
 
-  // mulberry32, as the sampling lab draws: the next unsigned 32-bit output for `seed`.
+  // mulberry32, as the sampling lab and generator/models/sampling.py draw: the next unsigned
+  // 32-bit output for `seed`.
   function mulberry32(seed) {
     var a = seed | 0;
     return function () {
@@ -595,13 +596,20 @@
       });
     }
 
+    // Samples up to options.n tokens after the sequence, as generator/models/sampling.py does:
+    // step i draws with output i of mulberry32(seed). Each token is stepped into the sequence;
+    // a special token (<|im_end|> …) ends the text after itself and is not stepped.
     function generate(options, onToken) {
       options = options || {};
       var n = options.n, signal = options.signal, random = mulberry32(options.seed || 0);
       var draw = { temperature: options.temperature === undefined ? 1 : options.temperature,
-        topK: options.topK || 0, topP: options.topP === undefined ? 1 : options.topP };
-      var eos = tokenizer ? tokenizer.eos : -1, stopAtEos = options.stopAtEos !== false;
+        topK: options.topK || 0, topP: options.topP === undefined ? 100 : options.topP };
       if (!(n >= 1 && n === Math.floor(n))) return Promise.reject(new Error("generate needs n, a whole number of tokens of at least 1."));
+      if (!(draw.temperature >= 0)) return Promise.reject(new Error("The temperature must be 0 (greedy) or more."));
+      if (!(draw.topP >= 1 && draw.topP <= 100 && draw.topP === Math.floor(draw.topP))) {
+        return Promise.reject(new Error("top-p is a whole percentage from 1 to 100."));
+      }
+      var special = tokenizer ? tokenizer.special : [];
       return enqueue(function () {
         if (!hasLogits) throw noPrompt();
         var generated = [];
@@ -609,16 +617,16 @@
           return { ids: generated, text: tokenizer ? tokenizer.decode(generated) : null, stopped: stopped };
         }
         function next(k) {
-          if (k === n) return result("n");
+          if (k === n) return result("length");
           if (signal && signal.aborted) throw aborted(signal);
-          return call("sample", { options: draw, u: random() / 4294967296 }).then(function (r) {
+          return call("sample", { options: draw, u: random() }).then(function (r) {
             generated.push(r.id);
             if (onToken) {
               onToken({ index: k, id: r.id, token: tokenizer ? tokenizer.token(r.id) : null,
-                text: tokenizer ? tokenizer.decode(generated) : null, probability: r.probability, chance: r.chance, kept: r.kept });
+                text: tokenizer ? tokenizer.decode(generated) : null, probability: r.probability, share: r.share });
             }
-            if (stopAtEos && r.id === eos) return result("eos");
-            if (held.length >= limit) return result("length");
+            if (special.indexOf(r.id) >= 0) return result(tokenizer.token(r.id));
+            if (held.length >= limit) return result("context");
             return call("forward", { ids: [r.id], logits: true }).then(function () {
               held.push(r.id);
               hasLogits = true;
