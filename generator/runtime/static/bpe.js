@@ -42,7 +42,12 @@
     return { toChar, toByte };
   }
 
-  function create(data) {
+  const STEP = 8192;  // table entries between two pauses: a few milliseconds
+
+  /** The tokenizer of `data`, as a generator: it yields every STEP entries while it fills its
+      tables (98,000 of them for SmolLM2), so that the loader can build it on the main thread in
+      slices; the generator's value is the tokenizer. */
+  function* build(data) {
     if (!data || data.format !== FORMAT) {
       throw new Error(`tokenizer data of format ${data && data.format}, this tokenizer reads format ${FORMAT}`);
     }
@@ -52,9 +57,16 @@
     const isLetter = rangeSet(U.letter), isNumber = rangeSet(U.number), isSpace = rangeSet(U.space);
     const tokens = data.tokens.split(" ");
     const vocab = new Map();
-    tokens.forEach((token, id) => vocab.set(token, id));
+    for (let id = 0; id < tokens.length; id++) {
+      vocab.set(tokens[id], id);
+      if (id % STEP === STEP - 1) yield;
+    }
     const ranks = new Map();  // "left right" -> rank; a repeated merge keeps its first rank
-    data.merges.split("\n").forEach((pair, rank) => { if (!ranks.has(pair)) ranks.set(pair, rank); });
+    const pairs = data.merges.split("\n");
+    for (let rank = 0; rank < pairs.length; rank++) {
+      if (!ranks.has(pairs[rank])) ranks.set(pairs[rank], rank);
+      if (rank % STEP === STEP - 1) yield;
+    }
     const { toChar, toByte } = byteTable();
     const isSpecial = new Set(data.special);
     // longest first, then in code unit order: at each place the longest special token that fits
@@ -224,7 +236,17 @@
   const made = new WeakMap();
   /** One tokenizer per data object: a second call with the same data is free. */
   runtime.BPE = data => {
-    if (!made.has(data)) made.set(data, create(data));
+    if (!made.has(data)) {
+      const steps = build(data);
+      let step;
+      do step = steps.next(); while (!step.done);
+      made.set(data, step.value);
+    }
+    return made.get(data);
+  };
+  /** The same, built in steps (a generator whose value is the tokenizer) for a caller that pauses. */
+  runtime.BPE.steps = function* (data) {
+    if (!made.has(data)) made.set(data, yield* build(data));
     return made.get(data);
   };
 })();

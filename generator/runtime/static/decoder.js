@@ -487,34 +487,39 @@
       var V = x.length, whole = 0, i, out = new Float64Array(V), rest = new Float64Array(V), given = 0;
       for (i = 0; i < V; i++) whole += x[i];
       for (i = 0; i < V; i++) { var raw = x[i] * total / whole; out[i] = Math.floor(raw); rest[i] = raw - out[i]; given += out[i]; }
-      var order = ranked(rest), left = total - given;
-      for (i = 0; i < left; i++) out[order[i]] += 1;
+      var more = largest(rest, total - given);
+      for (i = 0; i < V; i++) if (more[i]) out[i] += 1;
       return out;
     }
 
-    function ranked(w) {  // indexes from the largest to the smallest value; ties: the lower index first
-      var order = new Int32Array(w.length);
-      for (var i = 0; i < w.length; i++) order[i] = i;
-      return order.sort(function (a, b) { return w[b] - w[a] || a - b; });
+    // Which `count` entries of w are the largest (ties: the lower index first), as flags: the
+    // count-th largest value t found by a numeric sort of a copy, then every entry above t and
+    // the first ones equal to t. The same set as a stable sort by value would give, faster than
+    // a sort with a comparator over 49,152 entries.
+    function largest(w, count) {
+      var V = w.length, flags = new Uint8Array(V), i;
+      if (count <= 0) return flags;
+      if (count >= V) { flags.fill(1); return flags; }
+      var sorted = Float64Array.from(w).sort(), t = sorted[V - count], above = 0;
+      for (i = 0; i < V; i++) if (w[i] > t) { flags[i] = 1; above++; }
+      for (i = 0; i < V && above < count; i++) if (w[i] === t) { flags[i] = 1; above++; }
+      return flags;
     }
 
-    // Top-k (0: off), then top-p (a whole percentage, 100: off) on what top-k kept: a token stays
-    // while the tokens ranked above it hold less than p percent. Cut tokens weigh 0.
+    // Top-k (0: off), then top-p (a whole percentage, 100: off) on what top-k kept: in rank order a
+    // token stays while the tokens ranked above it hold less than p percent. Cut tokens weigh 0.
     function cut(w, k, pPercent) {
-      var V = w.length, i, order;
+      var V = w.length, i, keep;
       if (k > 0 && k < V) {
-        order = ranked(w);
-        for (i = k; i < V; i++) w[order[i]] = 0;
+        keep = largest(w, k);
+        for (i = 0; i < V; i++) if (!keep[i]) w[i] = 0;
       }
       if (pPercent < 100) {
-        var total = 0, before = 0;
+        var total = 0, before = 0, count = 0, values = Float64Array.from(w).sort().reverse();
         for (i = 0; i < V; i++) total += w[i];
-        order = ranked(w);
-        for (i = 0; i < V; i++) {
-          var j = order[i], weight = w[j];
-          if (!(100 * before < pPercent * total)) w[j] = 0;
-          before += weight;
-        }
+        while (count < V && 100 * before < pPercent * total) before += values[count++];
+        keep = largest(w, count);
+        for (i = 0; i < V; i++) if (!keep[i]) w[i] = 0;
       }
       return w;
     }

@@ -107,9 +107,9 @@
   }
 
   // base64 text -> exactly entry.bytes bytes at target (a Uint8Array of that length), checked.
-  // A generator: it yields after each piece of DECODE_PIECE characters (768 KB of bytes), so that
-  // an 8 MB shard is decoded and checked over several tasks of a few milliseconds each.
-  var DECODE_PIECE = 1 << 20;  // characters, a multiple of 4: pieces end on whole base64 quanta
+  // A generator: it yields after each piece of DECODE_PIECE characters (384 KB of bytes), so that
+  // an 8 MB shard is decoded and checked over 16 tasks of a few milliseconds each.
+  var DECODE_PIECE = 1 << 19;  // characters, a multiple of 4: pieces end on whole base64 quanta
   function* decodeSteps(text, target, entry) {
     if (typeof text !== "string") throw corrupt(entry.src, "it holds no base64 text");
     var written = 0, crc = -1;
@@ -504,7 +504,8 @@
       return eachLimited([manifest.tokenizer].concat(manifest.shards), PARALLEL, function (entry) {
         return loadScript(absolute(entry.src, m.url), signal).then(function (value) {
           if (entry !== manifest.tokenizer) return decodeInto(value, new Uint8Array(weights, entry.offset, entry.bytes), entry, check);
-          return nextTask().then(function () { check(); tokenizer = runtime.BPE(value); });
+          // the tokenizer's tables are built here, on this thread, in slices
+          return sliced(runtime.BPE.steps(value), function () { return false; }).then(function (t) { check(); tokenizer = t; });
         }).then(function () {
           loaded += entry.size;
           onProgress(loaded, total);
