@@ -120,6 +120,40 @@
       }
     }
 
+    // One row through a table: for an input vector x, table[(b·16 + j)·256 + byte] holds what
+    // byte j of block b adds to Σ q·x, (byte & 15)·x[32b + j] + (byte >> 4)·x[32b + j + 16], so a
+    // block costs 16 lookups instead of 32 unpacked multiply-adds. Building it (4,096 entries per
+    // block) pays off when several matrices read the same x (q, k and v; gate and up) and the
+    // table stays in a core's cache (LUT_MAX_COLS).
+    var LUT_MAX_COLS = 576;  // a 590 KB table; for ffn_down's 1,536 inputs (1.6 MB) the plain kernel is faster
+    function buildTable(x, cols, table) {
+      for (var b = 0, B = cols >> 5; b < B; b++) {
+        for (var j = 0; j < 16; j++) {
+          var low = x[b * 32 + j], high = x[b * 32 + j + 16], base = (b * 16 + j) * 256;
+          for (var hn = 0; hn < 16; hn++) {
+            var h = hn * high, at = base + hn * 16;
+            for (var ln = 0; ln < 16; ln++) table[at + ln] = ln * low + h;
+          }
+        }
+      }
+    }
+
+    function q41Table(W, table, xs, y, o0, o1) {
+      var words = W.words, B = W.cols >> 5;
+      for (var o = o0; o < o1; o++) {
+        var at = o * B * 5, acc = 0;
+        for (var b = 0, t = 0; b < B; b++, at += 5, t += 4096) {
+          var dm = words[at], w0 = words[at + 1], w1 = words[at + 2], w2 = words[at + 3], w3 = words[at + 4];
+          var s = table[t + (w0 & 255)] + table[t + 256 + ((w0 >>> 8) & 255)] + table[t + 512 + ((w0 >>> 16) & 255)] + table[t + 768 + (w0 >>> 24)]
+            + table[t + 1024 + (w1 & 255)] + table[t + 1280 + ((w1 >>> 8) & 255)] + table[t + 1536 + ((w1 >>> 16) & 255)] + table[t + 1792 + (w1 >>> 24)]
+            + table[t + 2048 + (w2 & 255)] + table[t + 2304 + ((w2 >>> 8) & 255)] + table[t + 2560 + ((w2 >>> 16) & 255)] + table[t + 2816 + (w2 >>> 24)]
+            + table[t + 3072 + (w3 & 255)] + table[t + 3328 + ((w3 >>> 8) & 255)] + table[t + 3584 + ((w3 >>> 16) & 255)] + table[t + 3840 + (w3 >>> 24)];
+          acc += HALF[dm & 0xFFFF] * s + HALF[dm >>> 16] * xs[b];
+        }
+        y[o] = acc;
+      }
+    }
+
     // Several rows: the 32 weights of a block unpacked once into q, then dotted with every row, so
     // that a prompt of n tokens unpacks each weight once per four rows, not once per row.
     var Q = new Float64Array(32);
@@ -187,15 +221,24 @@
     // About a million multiply-adds between two pauses: ~1 ms at full speed, a few ms on a phone.
     var STEP_WORK = 1 << 20;
 
-    // y [n, rows] = x [n, cols] · Wᵀ (Q4_1), xs the block sums of x, yielding between slices of outputs.
-    function* linear(W, x, xs, n, y) {
+    // y [n, rows] = x [n, cols] · Wᵀ (Q4_1), xs the block sums of x, yielding between slices of
+    // outputs. One row goes through `table` when it is given (buildTable of x), else the plain kernel.
+    function* linear(W, x, xs, n, y, table) {
       var per = Math.max(1, Math.floor(STEP_WORK / (n * W.cols)));
       for (var o = 0; o < W.rows; o += per) {
         var end = Math.min(W.rows, o + per);
-        if (n === 1) q41Row(W, x, xs, y, o, end);
-        else q41Rows(W, x, xs, n, y, o, end);
+        if (n > 1) q41Rows(W, x, xs, n, y, o, end);
+        else if (table) q41Table(W, table, xs, y, o, end);
+        else q41Row(W, x, xs, y, o, end);
         yield;
       }
+    }
+
+    // The table for x [1, cols] when one row is running and x is narrow enough, else null.
+    function tableFor(x, n, cols, table) {
+      if (n !== 1 || cols > LUT_MAX_COLS) return null;
+      buildTable(x, cols, table);
+      return table;
     }
 
     function rmsNorm(x, n, d, g, eps, out) {  // rows of x [n, d] -> out [n, d] (may be x)
@@ -319,6 +362,7 @@
       var q = new Float64Array(n * d), kk = new Float64Array(n * w), vv = new Float64Array(n * w);
       var ctx = new Float64Array(n * d), out = new Float64Array(n * d);
       var gate = new Float64Array(n * f), up = new Float64Array(n * f), fs = new Float64Array(n * (f >> 5));
+      var table = n === 1 ? new Float64Array((Math.min(d, LUT_MAX_COLS) >> 5) * 4096) : null, tb;
       for (r = 0; r < n; r++) {
         if (!(ids[r] >= 0 && ids[r] < c.vocab_size && ids[r] === Math.floor(ids[r]))) throw new Error("Token id " + ids[r] + " is outside the model's vocabulary.");
         q80Unpack(model.embed, ids[r], x, r * d);
@@ -331,11 +375,12 @@
         var layer = model.layers[l];
         rmsNorm(x, n, d, layer.attnNorm, eps, h);
         blockSums(h, n, d, hs);
-        yield* linear(layer.q, h, hs, n, q);
+        tb = tableFor(h, n, d, table);
+        yield* linear(layer.q, h, hs, n, q, tb);
         rope(q, n, H, hd, p0, c.rope_theta);
         if (write) {
-          yield* linear(layer.k, h, hs, n, kk);
-          yield* linear(layer.v, h, hs, n, vv);
+          yield* linear(layer.k, h, hs, n, kk, tb);
+          yield* linear(layer.v, h, hs, n, vv, tb);
           rope(kk, n, KV, hd, p0, c.rope_theta);
           model.keys[l].set(kk, p0 * w);  // float64 -> float32, as the cache stores them
           model.values[l].set(vv, p0 * w);
@@ -343,12 +388,13 @@
         attend(model, l, q, n, p0, ctx, rec);
         yield;
         blockSums(ctx, n, d, hs);
-        yield* linear(layer.o, ctx, hs, n, out);
+        yield* linear(layer.o, ctx, hs, n, out, tableFor(ctx, n, d, table));
         for (i = 0; i < n * d; i++) x[i] += out[i];
         rmsNorm(x, n, d, layer.ffnNorm, eps, h);
         blockSums(h, n, d, hs);
-        yield* linear(layer.gate, h, hs, n, gate);
-        yield* linear(layer.up, h, hs, n, up);
+        tb = tableFor(h, n, d, table);
+        yield* linear(layer.gate, h, hs, n, gate, tb);
+        yield* linear(layer.up, h, hs, n, up, tb);
         for (i = 0; i < n * f; i++) { var z = gate[i]; gate[i] = z / (1 + Math.exp(-z)) * up[i]; }
         blockSums(gate, n, f, fs);
         yield* linear(layer.down, gate, fs, n, out);
