@@ -130,8 +130,8 @@ def read_gguf(path: Path) -> GGUFFile:
     except OSError as exc:
         raise _fail(path, f"cannot read file: {exc.strerror}") from None
     if head[:4] != MAGIC:
-        shown = head[:4].decode("latin-1").encode("unicode_escape").decode("ascii")
-        raise _fail(path, f"not a GGUF file: it starts with {shown!r}, not 'GGUF'" if head else "not a GGUF file: it is empty")
+        raise _fail(path, f"not a GGUF file: its first bytes are {head[:4]!r}, not {MAGIC!r}" if head
+                    else "not a GGUF file: it is empty")
     try:
         reader = gguf.GGUFReader(path)
     except ValueError as exc:
