@@ -56,7 +56,7 @@ sys.path.insert(0, str(ROOT))
 from bench_page import chromium_path  # noqa: E402  (benchmarks/ is the script's folder)
 from bench_runtime import CHROMIUM_ARGS, Handler, heap, renderer_cpu  # noqa: E402
 
-from generator.models import bpe, llama  # noqa: E402
+from generator.models import bpe, llama, store  # noqa: E402
 from generator.runtime import decoder  # noqa: E402
 from generator.runtime.pagefiles import write_page_files  # noqa: E402
 
@@ -137,12 +137,12 @@ def interleaved(tab, browser_cdp, model, ids: list[int], next_id: int, rounds: i
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--gguf", type=Path, default=None, help="the SmolLM2 GGUF (default: where the runtime looks)")
+    parser.add_argument("--gguf", type=Path, default=None, help="the SmolLM2 GGUF (default: the one labs models fetch got)")
     args = parser.parse_args()
     print(f"load average at the start: {os.getloadavg()[0]:.2f}")
     from playwright.sync_api import sync_playwright
 
-    model = decoder.read_decoder(args.gguf or decoder.default_gguf())
+    model = decoder.read_decoder(args.gguf or store.locate("smollm2-135m-instruct"))
     page = decoder.page_files(model)
     ids = list(bpe.encode(PROMPT, model.tokenizer).ids)
     assert len(ids) == 20, len(ids)

@@ -23,9 +23,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from llama_fixtures import write_gguf
+from llama_fixtures import smollm2_gguf, write_gguf
+from test_bpe import generated_strings
+from test_llama import prompts
 from test_runtime_browser import CSP, CSP_WORKERS, Page, _server, floats
-from test_runtime_decoder import smollm2_gguf
 
 from generator.kinds.sampling import decoding
 from generator.models import bpe, llama
@@ -34,52 +35,10 @@ from generator.runtime.pagefiles import PageFiles, write_page_files
 
 pytestmark = pytest.mark.browser
 
-N_PROMPTS = 120
-N_STRINGS = 1_200
 BATCH = 10  # prompts per page.evaluate: 49,152 probabilities are 262 KB of base64 each
 
 
 # ---- prompts and strings ---------------------------------------------------------------------------
-
-SUBJECTS = ["The cat", "My grandmother", "A small robot", "The president of France", "Water", "Python", "Every student",
-            "The old lighthouse", "Our team", "Mount Everest", "A neutron star", "The recipe"]
-VERBS = ["is", "was", "likes", "jumps over", "has never seen", "will explain", "can be", "lives near", "reads"]
-TAILS = ["the", "a", "very", "in the morning", "because", "and then", "42", "exactly", "on Mars,", "1,234.5", "😀"]
-FIXED = ["The capital of France is", "The quick brown fox jumps over the lazy", "def fibonacci(n):\n    if n < 2:\n        return",
-         "for (int i = 0; i < 10; i++) {", "1, 2, 3, 4, 5,", "Question: What is 7 times 8?\nAnswer:", "Bonjour, je m'appelle",
-         "Привет, как", "東京は日本の", "import numpy as np\nx = np.", "Once upon a time, in a land far away,", "The year 1969 was when",
-         "😀 I am so", "  indented   text with    spaces", "<|im_start|>user\nWhat is the capital of Italy?<|im_end|>\n<|im_start|>assistant\n",
-         "Hello", "!", "\n\n"]
-
-
-def prompt_texts(n: int, seed: int) -> list[str]:
-    """Varied prompts, seeded: the fixed ones, then sentences, some as a chat turn."""
-    rng = random.Random(seed)
-    out = list(FIXED)
-    while len(out) < n:
-        text = " ".join([rng.choice(SUBJECTS), rng.choice(VERBS), *rng.choices(TAILS, k=rng.randint(0, 5))])
-        if rng.random() < 0.15:
-            text = f"<|im_start|>user\n{text}?<|im_end|>\n<|im_start|>assistant\n"
-        out.append(text)
-    return out
-
-
-PIECES = ["the", " The", "café", " naïve", "Zürich", "ß", "İstanbul", "東京", "日本語", "한국어", "Привет", "مرحبا", "שלום", "हिन्दी",
-          "😀", "👍🏽", "👨‍👩‍👧", "🇫🇷", "∑", "→", "½", "²", "٣", "१२", "Ⅻ", "0", "7", "2024", "3.14", "1,000", "$", "%", "&&", "=>",
-          "def ", "return", "(x)", "{}", "[]", "#", "//", "'s", "'ll", "'re", "'S", "n't", " ", "  ", "   ", "\t", "\n", "\n\n",
-          "\r\n", "\u00a0", "\u2003", "\u3000", "\u200b", "\ufeff", "\x85", "\x1c", "\x04", "<|im_start|>", "<|im_end|>",
-          "<|endoftext|>", "<|im", "<repo_name>", "\U0001e030", "\U00040000", "a", "Z", "é", "-", "_", "...", "\"", "'"]
-
-
-def strings(n: int, seed: int) -> list[str]:
-    """Generated text: words, scripts, code, digits, emoji, whitespace runs, special tokens, bytes
-    the vocabulary lacks, characters newer than a browser's Unicode; seeded."""
-    rng = random.Random(seed)
-    out = ["", " ", "The capital of France is", "a  1", "Hello,   world!\n\n  It's 2024: 12,345.67 "]
-    while len(out) < n:
-        out.append("".join(rng.choice(PIECES) for _ in range(rng.randint(1, 24))))
-    return out
-
 
 # ---- the harness ------------------------------------------------------------------------------------------
 
@@ -182,9 +141,9 @@ class Parity:
 
 @pytest.fixture(scope="module")
 def parity(browser, harness, smollm2) -> Parity:
-    texts = prompt_texts(N_PROMPTS, seed=31)
+    texts = prompts()  # test_llama's, where NumPy meets transformers
     ids = [list(bpe.encode(text, smollm2.tokenizer).ids) for text in texts]
-    assert len(ids) >= 100 and min(map(len, ids)) == 1 and max(map(len, ids)) >= 30
+    assert len(ids) >= 100
     page = Page(browser, harness.url("workers"))
     assert page.evaluate(START, [f"smol/{harness.smol.manifest}", ids]) == "worker"
     worst, where, same_top = 0.0, "", 0
@@ -233,13 +192,13 @@ async ([src, prompts]) => {
 
 
 def test_decoding_token_by_token_and_a_growing_prompt_reuse_the_cache_and_match_one_pass(browser, harness, smollm2):
-    prompts = [list(bpe.encode(text, smollm2.tokenizer).ids) for text in prompt_texts(N_PROMPTS, seed=31)[:12]]
+    cases = [list(bpe.encode(text, smollm2.tokenizer).ids) for text in prompts()[:12]]
     page = Page(browser, harness.url("workers"))
-    got = page.evaluate(CACHE, [f"smol/{harness.smol.manifest}", prompts])
+    got = page.evaluate(CACHE, [f"smol/{harness.smol.manifest}", cases])
     page.close()
     worst_cache = worst_numpy = 0.0
     per_position = 30 * 2 * 3 * 64 * 4  # layers · (keys, values) · key/value heads · head width · float32
-    for ids, result in zip(prompts, got):
+    for ids, result in zip(cases, got):
         whole, stepped, typed = floats(result["whole"]), floats(result["stepped"]), floats(result["typed"])
         worst_cache = max(worst_cache, float(np.abs(stepped - whole).max()), float(np.abs(typed - whole).max()))
         worst_numpy = max(worst_numpy, float(np.abs(stepped - numpy_probabilities(smollm2, ids)).max()))
@@ -397,7 +356,7 @@ TOKENIZE = """async ([src, texts]) => {
 
 @pytest.mark.parametrize("where", ["file", "workers"])
 def test_the_pages_tokenizer_gives_pythons_ids_on_1200_strings_and_loads_alone(browser, harness, smollm2, where):
-    texts = strings(N_STRINGS, seed=3)
+    texts = generated_strings()  # test_bpe's, where bpe.py meets SmolLM2's trained tokenizer
     page = Page(browser, harness.url(where))
     requested: list[str] = []
     page.page.on("request", lambda r: requested.append(r.url.rsplit("/", 1)[-1]))
@@ -434,13 +393,13 @@ def tiny_prompts(seed: int, count: int) -> list[list[int]]:
 def test_the_worker_and_the_main_thread_compute_the_same_numbers_as_numpy(browser, harness, where):
     """The CSP alone forbids a blob: Worker (Chromium logs the refusal): the loader falls back."""
     model = llama.load_model(harness.tiny_path)
-    prompts = tiny_prompts(4, 10)
+    cases = tiny_prompts(4, 10)
     page = Page(browser, harness.url(where))
-    got = page.evaluate(RUN_TINY, [f"tiny/{harness.tiny.manifest}", prompts, None])
-    forced = page.evaluate(RUN_TINY, [f"tiny/{harness.tiny.manifest}", prompts, {"worker": False}])
+    got = page.evaluate(RUN_TINY, [f"tiny/{harness.tiny.manifest}", cases, None])
+    forced = page.evaluate(RUN_TINY, [f"tiny/{harness.tiny.manifest}", cases, {"worker": False}])
     page.close(allowed=("violates the following Content Security Policy directive",) if where == "csp" else ())
     assert (got["mode"], forced["mode"]) == ("main" if where == "csp" else "worker", "main")
-    for ids, a, b in zip(prompts, got["out"], forced["out"]):
+    for ids, a, b in zip(cases, got["out"], forced["out"]):
         assert a == b  # one engine: the same bytes on either thread
         assert np.abs(floats(a) - numpy_probabilities(model, ids)).max() <= 1e-4
 

@@ -7,31 +7,17 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import os
 import re
 import zlib
-from pathlib import Path
 
 import numpy as np
 import pytest
-from llama_fixtures import write_gguf
+from llama_fixtures import smollm2_gguf, write_gguf
 
 from generator.errors import BuildError
 from generator.models import bpe
 from generator.runtime import decoder
 from generator.runtime.pagefiles import code_script
-
-
-def smollm2_gguf() -> Path:
-    """The SmolLM2 GGUF where the runtime looks for it; skips without it, or fails when
-    LABS_REQUIRE_REFERENCE=1."""
-    path = decoder.default_gguf()
-    if path.is_file():
-        return path
-    message = f"no SmolLM2 GGUF at {path}: run `labs models fetch smollm2-135m-instruct`"
-    if os.environ.get("LABS_REQUIRE_REFERENCE") == "1":
-        pytest.fail(f"LABS_REQUIRE_REFERENCE=1 but {message}")
-    pytest.skip(message)
 
 
 def registered(script: bytes) -> tuple[str, object]:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +44,6 @@ from generator.runtime.pagefiles import FORMAT, VERSION, PageFiles, binary_scrip
 from generator.runtime.vocab import ranges
 
 ARCHITECTURE = "llama"
-GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 ALIGN = 32  # every tensor at a multiple of 32 bytes, as in the GGUF: Uint32/Float32 views need 4
 # The largest script a shard may be: 8 MB, which every common static host serves as one file.
 MAX_SCRIPT_BYTES = 8_000_000
@@ -80,16 +78,6 @@ SMOLLM2_CHANGES = (
     "Attention Labs copies those blocks byte for byte into the scripts a page loads; no weight is\n"
     "changed.\n"
 )
-
-
-def default_gguf() -> Path:
-    """Where the SmolLM2 GGUF is: ``$LABS_SMOLLM2_GGUF``, else the file in the user's model cache.
-
-    The one place the runtime looks for it (``labs models fetch`` puts it there)."""
-    wanted = os.environ.get("LABS_SMOLLM2_GGUF")
-    if wanted:
-        return Path(wanted)
-    return Path.home() / ".cache" / "attention-labs" / "models" / "smollm2-135m-instruct" / GGUF_FILE
 
 
 @dataclass(frozen=True, eq=False)
