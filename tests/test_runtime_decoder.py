@@ -142,3 +142,18 @@ def test_smollm2s_tokenizer_script_round_trips_to_the_python_tokenizer(smollm2_p
     ids = bpe.encode("The capital of France is", gguf.tokenizer).ids
     assert list(ids) == [504, 3575, 282, 4649, 314]
     assert np.array_equal(np.array(data["tokens"].split(" "))[list(ids)], np.array(bpe.encode("The capital of France is", gguf.tokenizer).tokens))
+
+
+def test_a_site_serves_the_decoder_under_its_gguf_id_and_a_page_names_its_files(tmp_path):
+    from generator.runtime import site
+
+    path = write_gguf(tmp_path / "tiny.gguf", seed=2)
+    files, ref = site.decoder_site_files(path), site.decoder_page_ref(path)
+    ident = decoder.read_decoder(path).sha256[:16]
+    folder = f"assets/runtime/{ident}/"
+    assert all(name.startswith(folder) for name in files) and ref["id"] == ident
+    for key in ("code", "manifest", "tokenizer", "license"):
+        assert ref[key].startswith(f"../../{folder}") and ref[key].removeprefix("../../") in files
+    manifest = registered(files[ref["manifest"].removeprefix("../../")])[1]
+    assert ref["download_bytes"] == manifest["load_bytes"] and ref["tokenizer_bytes"] == manifest["tokenizer"]["size"]
+    assert ref["model"] == "HuggingFaceTB/SmolLM2-135M-Instruct"

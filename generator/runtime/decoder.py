@@ -187,9 +187,11 @@ def tokenizer_data(model: Decoder) -> dict[str, Any]:
     }
 
 
-def page_files(model: Decoder, shard_bytes: int = SHARD_BYTES) -> PageFiles:
-    """Every file a site serves for the decoder in ``model`` (:func:`read_decoder`); deterministic:
-    the same GGUF (and ``regex`` version) gives the same bytes."""
+def page_files(model: Decoder, shard_bytes: int = SHARD_BYTES, card: ModelCard = SMOLLM2,
+               changes: str = SMOLLM2_CHANGES) -> PageFiles:
+    """Every file a site serves for the decoder in ``model`` (:func:`read_decoder`), its licence
+    notice naming ``card`` and ``changes``; deterministic: the same GGUF (and ``regex`` version)
+    gives the same bytes."""
     assert shard_bytes > 0 and shard_bytes % 3 == 0, "whole base64 quanta per shard"
     table, total = weights_layout(model)
     blob = weights_bytes(model)
@@ -206,18 +208,17 @@ def page_files(model: Decoder, shard_bytes: int = SHARD_BYTES) -> PageFiles:
     files[tokenizer_name] = data_script(tokenizer_name, tokenizer)
     tokenizer_entry = {"src": tokenizer_name, "size": len(files[tokenizer_name])}
 
-    license_bytes = license_text(SMOLLM2, SMOLLM2_CHANGES).encode("utf-8")
+    license_bytes = license_text(card, changes).encode("utf-8")
     license_name = fingerprint("model-license.txt", license_bytes)
     files[license_name] = license_bytes
 
-    card = {"name": SMOLLM2.name, "source": SMOLLM2.source, "authors": SMOLLM2.authors, "license": SMOLLM2.license,
-            "based_on": SMOLLM2.based_on, "license_src": license_name, "gguf": model.gguf.path.name,
+    about = {**dataclasses.asdict(card), "license_src": license_name, "gguf": model.gguf.path.name,
             "gguf_sha256": model.sha256, "gguf_bytes": model.bytes, "parameters": n_parameters(model.config)}
     manifest = {
         "format": FORMAT,
         "version": VERSION,
         "architecture": ARCHITECTURE,
-        "model": card,
+        "model": about,
         "spec": {"config": page_config(model.config), "tensors": table, "bytes": total},
         "shards": shards,
         "tokenizer": tokenizer_entry,
