@@ -35,14 +35,10 @@ at the start and the end; the figures mean something only on a quiet machine.
 from __future__ import annotations
 
 import argparse
-import functools
 import gzip
-import http.server
 import os
 import statistics
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -54,28 +50,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench_page import chromium_path  # noqa: E402  (benchmarks/ is the script's folder)
-from bench_runtime import CHROMIUM_ARGS, Handler, heap, renderer_cpu  # noqa: E402
+from bench_runtime import CHROMIUM_ARGS, LOAD, WATCH, heap, renderer_cpu, served  # noqa: E402
 
 from generator.models import bpe, llama, store  # noqa: E402
 from generator.runtime import decoder  # noqa: E402
-from generator.runtime.pagefiles import write_page_files  # noqa: E402
 
 PROMPT = "The old lighthouse keeper watched the storm roll in across the bay, counting the seconds between each flash of"  # 20 tokens
 MB = 1_000_000
 
-WATCH = """() => {
-  window.longTasks = [];
-  new PerformanceObserver(list => list.getEntries().forEach(e => window.longTasks.push(e.duration)))
-    .observe({type: "longtask", buffered: false});
-}"""
-LOAD = """async ([src, worker]) => {
-  window.longTasks = [];
-  const t0 = performance.now();
-  window.model = await Labs.runtime.load({manifestSrc: src, worker});
-  const ms = performance.now() - t0;
-  await new Promise(r => setTimeout(r, 100));  // let the observer report
-  return {ms, mode: window.model.mode, longest: Math.max(0, ...window.longTasks)};
-}"""
 PREFILL = """async (ids) => {
   const m = window.model;
   await m.reset();
@@ -155,16 +137,7 @@ def main() -> int:
     tok_raw = sum(len(page.files[n]) for n in tokenizer_only)
     tok_gz = sum(len(gzip.compress(page.files[n], 6, mtime=0)) for n in tokenizer_only)
 
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        write_page_files(page, folder / "model")
-        (folder / "favicon.ico").write_bytes(b"")
-        (folder / "index.html").write_text(f'<!doctype html><html lang="en"><title>decoder</title>'
-                                           f'<script src="model/{page.code}"></script></html>\n', encoding="utf-8")
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(folder)))
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        url = f"http://127.0.0.1:{server.server_address[1]}/index.html"
-        src = f"model/{page.manifest}"
+    with served(page) as (url, src):
         results, heaps = {}, {}
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
@@ -173,7 +146,7 @@ def main() -> int:
                 cdp = tab.context.new_cdp_session(tab)
                 tab.goto(url)
                 tab.evaluate(WATCH)
-                loaded = tab.evaluate(LOAD, [src, mode == "worker"])
+                loaded = tab.evaluate(LOAD, [src, [], mode == "worker"])  # a decoder has no ids to load first
                 assert loaded["mode"] == mode, loaded
                 tab.evaluate(PREFILL, ids)
                 cdp.send("HeapProfiler.collectGarbage")
@@ -188,7 +161,6 @@ def main() -> int:
                     versus = interleaved(tab, browser.new_browser_cdp_session(), numpy_model, ids, next_id, args.runs)
                 tab.close()
             browser.close()
-        server.shutdown()
 
     def task(ms: float) -> str:
         return f"{ms:.0f} ms" if ms else "none"

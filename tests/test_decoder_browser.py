@@ -14,7 +14,6 @@ computes its references.
 
 from __future__ import annotations
 
-import base64
 import json
 import random
 import shutil
@@ -26,7 +25,7 @@ import pytest
 from llama_fixtures import smollm2_gguf, write_gguf
 from test_bpe import generated_strings
 from test_llama import prompts
-from test_runtime_browser import CSP, CSP_WORKERS, Page, _server, floats
+from test_runtime_browser import CANCEL, CSP, CSP_WORKERS, NOT_LOADED, Page, _server, floats
 
 from generator.kinds.sampling import decoding
 from generator.models import bpe, llama
@@ -103,13 +102,6 @@ def numpy_probabilities(model: llama.LlamaModel, ids) -> np.ndarray:  # [n] -> [
     return llama.probabilities(llama.next_token_logits(model, ids)[0])
 
 
-LOAD = """async ([src, options]) => {
-  window.models = window.models || {};
-  const key = src + JSON.stringify(options || {});
-  if (!window.models[key]) window.models[key] = await Labs.runtime.load({manifestSrc: src, ...(options || {})});
-  window.model = window.models[key];
-  return window.model.mode;
-}"""
 B64 = "const b64 = a => new Uint8Array(a.buffer, a.byteOffset, a.byteLength).toBase64();"
 
 
@@ -444,18 +436,6 @@ def test_the_download_size_comes_first_then_byte_progress_and_nothing_stays_regi
     assert got["left"] == [] and got["scripts"] == 0
 
 
-CANCEL = """async ([src, after]) => {
-  const controller = new AbortController();
-  let error = null, calls = 0;
-  try {
-    await Labs.runtime.load({manifestSrc: src, signal: controller.signal,
-      onProgress: () => { if (++calls > after) controller.abort(); }});
-  } catch (e) { error = {name: e.name, message: e.message}; }
-  await new Promise(r => setTimeout(r, 300));  // scripts already requested arrive and are dropped
-  return {error, left: Object.keys(Labs.runtimeData || {}), scripts: [...document.scripts].filter(s => /model-/.test(s.src)).length};
-}"""
-
-
 @pytest.mark.parametrize("where", ["workers", "file"])
 @pytest.mark.parametrize("after", [0, 1, 5])
 def test_cancel_stops_loading_and_leaves_nothing_behind(browser, harness, where, after):
@@ -473,7 +453,6 @@ FAIL = """async (src) => {
   catch (e) { await new Promise(r => setTimeout(r, 100)); return {message: e.message, left: Object.keys(Labs.runtimeData),
               scripts: [...document.scripts].filter(s => /model-/.test(s.src)).length}; }
 }"""
-NOT_LOADED = ("Failed to load resource",)  # Chromium's own console line for a 404 or a missing file
 
 
 @pytest.mark.parametrize("where", ["workers", "file"])

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +39,7 @@ from generator.kinds.helpers import fingerprint, json_for_script
 from generator.models import bpe
 from generator.models.gguf_io import GGUFFile, LlamaConfig, llama_config, n_parameters, read_gguf
 from generator.runtime.bundle import ModelCard, file_sha256, license_text
-from generator.runtime.pagefiles import FORMAT, VERSION, PageFiles, binary_script, code_script, data_script
+from generator.runtime.pagefiles import FORMAT, VERSION, PageFiles, binary_script, data_script, finished
 from generator.runtime.vocab import ranges
 
 ARCHITECTURE = "llama"
@@ -224,12 +223,5 @@ def page_files(model: Decoder, shard_bytes: int = SHARD_BYTES, card: ModelCard =
         "tokenizer": tokenizer_entry,
         "load_bytes": tokenizer_entry["size"] + sum(shard["size"] for shard in shards),
     }
-    encoded = json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    manifest_name = fingerprint("model-manifest.js", encoded.encode("ascii"))
-    files[manifest_name] = data_script(manifest_name, encoded)
-
-    code_name, code = code_script()
-    files[code_name] = code
-    return PageFiles(files=files, code=code_name, manifest=manifest_name, license=license_name,
-                     load_bytes=manifest["load_bytes"], manifest_data=manifest, tokenizer=tokenizer_name)
+    return finished(files, manifest, license_name, tokenizer_name)
 

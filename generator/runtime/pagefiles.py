@@ -137,14 +137,18 @@ def page_files(bundle: Bundle, chunk_bytes: int = CHUNK_BYTES, shard_rows: int =
         "vocab": vocab_entry,
         "load_bytes": vocab_entry["size"] + sum(chunk["size"] for chunk in chunks),
     }
+    return finished(files, manifest, license_name, vocab_name)
+
+
+def finished(files: dict[str, bytes], manifest: Mapping, license: str, tokenizer: str) -> PageFiles:
+    """``files`` with the manifest's script and the runtime's code added: a model's page files."""
     encoded = json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     manifest_name = fingerprint("model-manifest.js", encoded.encode("ascii"))
     files[manifest_name] = data_script(manifest_name, encoded)
-
     code_name, code = code_script()
     files[code_name] = code
-    return PageFiles(files=files, code=code_name, manifest=manifest_name, license=license_name,
-                     load_bytes=manifest["load_bytes"], manifest_data=manifest, tokenizer=vocab_name)
+    return PageFiles(files=files, code=code_name, manifest=manifest_name, license=license,
+                     load_bytes=manifest["load_bytes"], manifest_data=manifest, tokenizer=tokenizer)
 
 
 def write_page_files(page: PageFiles, folder: Path) -> None:

@@ -303,6 +303,19 @@
     });
   }
 
+  // Loads the tokenizer's script (its value handed to read, which returns a promise) and every
+  // chunk of weights into `buffer` at its offset, at most PARALLEL scripts at once; onLoaded(entry)
+  // after each file, for the progress bar.
+  function loadWeights(tokenizerEntry, read, chunks, buffer, base, signal, onLoaded) {
+    function check() { if (signal.aborted) throw aborted(signal); }
+    return eachLimited([tokenizerEntry].concat(chunks), PARALLEL, function (entry) {
+      return loadScript(absolute(entry.src, base), signal).then(function (value) {
+        if (entry === tokenizerEntry) return read(value).then(check);
+        return decodeInto(value, new Uint8Array(buffer, entry.offset, entry.bytes), entry, check);
+      }).then(function () { onLoaded(entry); });
+    });
+  }
+
   function shardsFor(manifest, ids) {
     var rows = manifest.spec.shard_rows, seen = {}, out = [];
     for (var i = 0; i < ids.length; i++) {
@@ -353,15 +366,11 @@
       if (options.worker !== false) workerReady = startWorker(runtime.engineSource);
       var dense = allocate(manifest.dense.bytes);
       onProgress(0, total);
-      var vocab = null, files = [manifest.vocab].concat(chunks);
-      return eachLimited(files, PARALLEL, function (entry) {
-        return loadScript(absolute(entry.src, base), signal).then(function (value) {
-          if (entry !== manifest.vocab) return decodeInto(value, new Uint8Array(dense, entry.offset, entry.bytes), entry, check);
-          return nextTask().then(function () { check(); vocab = value; });
-        }).then(function () {
-          loaded += entry.size;
-          onProgress(loaded, total);
-        });
+      var vocab = null;
+      function kept(value) { return nextTask().then(function () { vocab = value; }); }
+      return loadWeights(manifest.vocab, kept, chunks, dense, base, signal, function (entry) {
+        loaded += entry.size;
+        onProgress(loaded, total);
       }).then(function () {
         return workerReady || null;
       }).then(function (worker) {
@@ -501,15 +510,12 @@
       if (options.worker !== false) workerReady = startWorker(runtime.decoderSource);
       var weights = allocate(manifest.spec.bytes);
       onProgress(0, total);
-      return eachLimited([manifest.tokenizer].concat(manifest.shards), PARALLEL, function (entry) {
-        return loadScript(absolute(entry.src, m.url), signal).then(function (value) {
-          if (entry !== manifest.tokenizer) return decodeInto(value, new Uint8Array(weights, entry.offset, entry.bytes), entry, check);
-          // the tokenizer's tables are built here, on this thread, in slices
-          return sliced(runtime.BPE.steps(value), function () { return false; }).then(function (t) { check(); tokenizer = t; });
-        }).then(function () {
-          loaded += entry.size;
-          onProgress(loaded, total);
-        });
+      function build(value) {  // the tokenizer's tables, built here on this thread, in slices
+        return sliced(runtime.BPE.steps(value), function () { return false; }).then(function (t) { tokenizer = t; });
+      }
+      return loadWeights(manifest.tokenizer, build, manifest.shards, weights, m.url, signal, function (entry) {
+        loaded += entry.size;
+        onProgress(loaded, total);
       }).then(function () {
         return workerReady || null;
       }).then(function (worker) {
