@@ -497,3 +497,20 @@ def test_bad_calls_reject_with_plain_messages(browser, harness):
                    "The model reads 1 to 256 tokens, not 257.", None, "Token id -1 is outside the model's vocabulary.",
                    "Position 9 is not in the sequence (0 to 1).", "Layer 2 is not one of 0 to 1.",
                    "top-p is a whole percentage from 1 to 100."]
+
+
+def test_generate_stops_at_cancel_between_tokens_and_the_sequence_keeps_what_was_made(browser, harness):
+    page = Page(browser, harness.url("workers"))
+    got = page.evaluate("""async (src) => {
+      const m = await Labs.runtime.load({manifestSrc: src});
+      await m.prefill([5, 6, 7]);
+      const controller = new AbortController(), seen = [];
+      let error = null;
+      try {
+        await m.generate({n: 50, seed: 3, signal: controller.signal}, t => { seen.push(t.id); if (t.index === 2) controller.abort(); });
+      } catch (e) { error = e.name; }
+      return {error, seen, ids: m.ids(), cache: m.cache().positions};
+    }""", f"tiny/{harness.tiny.manifest}")
+    page.close()
+    assert got["error"] == "AbortError" and len(got["seen"]) == 3
+    assert got["ids"] == [5, 6, 7, *got["seen"]] and got["cache"] == 6
