@@ -1,6 +1,6 @@
 """What the decoder in the page costs a learner: download, loading, prefill, decoding, memory, jank.
 
-    python benchmarks/bench_decoder.py [--runs 5] [--gguf PATH]
+    python benchmarks/bench_runtime_decoder.py [--runs 5] [--gguf PATH]
 
 Writes SmolLM2-135M-Instruct's page files (generator/runtime/decoder.py) and a bare harness page
 into a temp folder, serves it on 127.0.0.1 with the site's CSP plus ``worker-src 'self' blob:``,
