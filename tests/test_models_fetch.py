@@ -209,6 +209,16 @@ def test_without_names_fetch_takes_the_models_the_labs_name(cache, tmp_path, cap
     assert any(line.startswith("fake-model") and "fetched" in line and "named by the labs" in line for line in listed.splitlines())
 
 
+def test_without_a_content_folder_nothing_is_downloaded(cache, tmp_path, capsys):
+    _, downloads = cache
+    assert main(["models", "fetch", "--content", str(tmp_path / "nowhere")]) == 1
+    assert "nowhere: error: content folder not found: run this in a site's folder, or pass --content DIR" in capsys.readouterr().err
+    with pytest.raises(BuildError, match="content folder not found"):
+        store.fetch("all-minilm-l6-v2", content=tmp_path / "nowhere", report=lambda _: None)
+    assert downloads == []
+    assert main(["models", "list", "--content", str(tmp_path / "nowhere")]) == 0  # listing needs no site
+
+
 def test_the_shipped_labs_name_minilm():
     assert store.named_by_content(ROOT / "content") == ["all-minilm-l6-v2"]
 

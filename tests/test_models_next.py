@@ -80,6 +80,7 @@ def test_usage_errors_exit_2(tiny, capsys, argv, message):
 
 def test_an_empty_prompt_and_a_missing_model_are_one_line_errors(tiny, tmp_path, capsys, monkeypatch):
     assert run(capsys, "next", "", "--gguf", str(tiny))[:3:2] == (1, "error: the prompt has no tokens\n")
+    assert run(capsys, "next", "caf\udce9", "--gguf", str(tiny))[:3:2] == (1, "error: the prompt is not valid UTF-8 text\n")
     monkeypatch.setenv("LABS_MODELS_DIR", str(tmp_path / "empty"))
     code, _, err = run(capsys, "next", "Hello")
     assert code == 1 and err.count("\n") == 1
@@ -110,7 +111,7 @@ console.log(JSON.stringify(cases.map(c => {
   return c.parts.map(w => S.draw(S.cut(w, c.k, c.p), g()));
 })));"""
     out = subprocess.run(["node", "-e", script], input=json.dumps(cases), capture_output=True, text=True, check=True, timeout=120)
-    for case, js in zip(cases, json.loads(out.stdout)):
+    for case, js in zip(cases, json.loads(out.stdout), strict=True):
         assert js == case["python"]
 
 

@@ -99,7 +99,7 @@ class BPETokenizer:
 
     def __post_init__(self) -> None:
         vocab = {token: i for i, token in enumerate(self.tokens)}
-        special = {t: i for i, (t, kind) in enumerate(zip(self.tokens, self.token_types)) if kind in (CONTROL, USER_DEFINED)}
+        special = {t: i for i, (t, kind) in enumerate(zip(self.tokens, self.token_types, strict=True)) if kind in (CONTROL, USER_DEFINED)}
         pairs: dict[tuple[int, int], tuple[int, int]] = {}
         for rank, (left, right) in enumerate(self.merges):
             merged = vocab.get(left + right)
@@ -249,7 +249,10 @@ def _encode_piece(piece: str, tokenizer: BPETokenizer) -> tuple[list[int], int]:
 
 
 def encode(text: str, tokenizer: BPETokenizer, special: bool = True) -> Encoding:
-    """Token ids of ``text``; with ``special``, control tokens written in it become their ids."""
+    """Token ids of ``text``; with ``special``, control tokens written in it become their ids.
+
+    ``text`` is Unicode text: a lone surrogate (no UTF-8 for it) raises ``UnicodeEncodeError``.
+    """
     ids: list[int] = []
     dropped = 0
     segments: list[tuple[str, int | None]] = []
@@ -342,7 +345,10 @@ def render_chat(tokenizer: BPETokenizer, messages: Sequence[Mapping[str, str]], 
 
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     env.globals["raise_exception"] = raise_exception
-    token = (lambda i: tokenizer.tokens[i] if i is not None else "")
+
+    def token(i: int | None) -> str:
+        return tokenizer.tokens[i] if i is not None else ""
+
     try:
         return env.from_string(tokenizer.chat_template).render(
             messages=[dict(m) for m in messages], add_generation_prompt=add_generation_prompt,

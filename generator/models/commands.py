@@ -80,7 +80,7 @@ def cmd_models_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_models_list(args: argparse.Namespace) -> int:
-    named = set(store.named_by_content(args.content))
+    named = set(store.named_by_content(args.content)) if args.content.is_dir() else set()
     for name, model in store.MODELS.items():
         wrong = store.problems(name)
         state = "fetched" if not wrong else "not fetched" if all(" not found" in p for p in wrong) else "damaged"
@@ -121,6 +121,10 @@ def cmd_next(args: argparse.Namespace) -> int:
     from generator.models import bpe, llama, sampling
 
     _check_next_args(args)
+    try:
+        args.prompt.encode("utf-8")
+    except UnicodeEncodeError:  # bytes the terminal could not decode reach us as lone surrogates
+        raise BuildError("the prompt is not valid UTF-8 text") from None
     path = args.gguf if args.gguf is not None else store.locate(DECODER)
     model = llama.cached_model(path)
     tok = model.tokenizer

@@ -167,7 +167,8 @@ def dequantize(tensor: GGUFTensor) -> np.ndarray:  # -> float32 [*tensor.shape]
     if tensor.type not in SUPPORTED_TYPES:
         raise BuildError(f"tensor {tensor.name!r} is {tensor.type}; this reader dequantizes "
                          f"{', '.join(SUPPORTED_TYPES)}")
-    values = gguf.dequantize(tensor.raw, gguf.GGMLQuantizationType[tensor.type])
+    with np.errstate(all="ignore"):  # a damaged scale gives NaN or inf here; the loader checks and says so
+        values = gguf.dequantize(tensor.raw, gguf.GGMLQuantizationType[tensor.type])
     out = np.array(values, dtype=np.float32, copy=True).reshape(tensor.shape)
     assert out.shape == tensor.shape, f"{tensor.name}: {out.shape} != {tensor.shape}"
     return out

@@ -264,6 +264,14 @@ def fetch_files(name: str, report: Callable[[str], None] = print) -> Path:
     return folder
 
 
+def _content_folder(content: Path) -> Path:
+    content = Path(content)
+    if not content.is_dir():
+        raise BuildError("content folder not found: run this in a site's folder, or pass --content DIR",
+                         path=display_path(content))
+    return content
+
+
 def export_site_bundle(name: str, content: Path, report: Callable[[str], None] = print) -> Path:
     """Write the page bundle of a fetched checkpoint into ``content/models/<name>/``, unless the
     bundle there is already complete and made from the pinned checkpoint."""
@@ -271,10 +279,7 @@ def export_site_bundle(name: str, content: Path, report: Callable[[str], None] =
 
     model = source(name)
     checkpoint = locate(name)
-    content = Path(content)
-    if not content.is_dir():
-        raise BuildError("content folder not found: run this in a site's folder, or pass --content DIR",
-                         path=display_path(content))
+    content = _content_folder(content)
     out = content / "models" / name
     problem = file_problem(out, content)
     if problem is not None:
@@ -303,6 +308,8 @@ def export_site_bundle(name: str, content: Path, report: Callable[[str], None] =
 def fetch(name: str, content: Path = Path("content"), report: Callable[[str], None] = print) -> Path:
     """Fetch one model (and for a bundle model, export its bundle into ``content``); its path."""
     model = source(name)
+    if model.bundle:
+        _content_folder(content)  # before a download it could not be used for
     folder = fetch_files(name, report)
     if model.bundle:
         return export_site_bundle(name, content, report)
@@ -311,8 +318,9 @@ def fetch(name: str, content: Path = Path("content"), report: Callable[[str], No
 
 def named_by_content(content: Path) -> list[str]:
     """The known models a site's labs name: every model whose name appears, as a whole word, in
-    a ``content/labs/*/lab.yaml`` (a ``bundle:`` path ending in it, a model key naming it)."""
-    content = Path(content)
+    a ``content/labs/*/lab.yaml`` (a ``bundle:`` path ending in it, a model key naming it).
+    :class:`BuildError` if ``content`` is not a folder."""
+    content = _content_folder(content)
     labs = content / "labs"
     text = []
     if labs.is_dir():
