@@ -35,7 +35,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from generator.attention import scaled_dot_product_attention  # noqa: E402
+from generator.models.core import scaled_dot_product_attention  # noqa: E402
 
 try:
     import threadpoolctl
@@ -60,7 +60,7 @@ def make_inputs(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarra
 
 
 def reference_float64(q, k, v):  # [h, n, d] x3 -> [h, n, d] float64
-    """Plain float64 attention, written out independently of generator.attention."""
+    """Plain float64 attention, written out independently of generator.models.core."""
     q, k, v = (a.astype(np.float64) for a in (q, k, v))
     scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
     weights = np.exp(scores - scores.max(axis=-1, keepdims=True))

@@ -42,8 +42,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from generator.attention.bert import bert_forward, load_model
-from generator.attention.wordpiece import encode
+from generator.models.bert import bert_forward, load_model
+from generator.models.wordpiece import encode
 
 SIXTEEN_WORDS = "The old lighthouse keeper watched the storm roll in while ships hurried back to the harbour."
 LONG_TEXT = (

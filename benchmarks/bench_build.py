@@ -177,7 +177,7 @@ def sentence_texts(yaml_text: str) -> list[str]:
     data = yaml.safe_load(yaml_text)
     tagged = [s["text"] for s in data["widget"]["sentences"] if s.get("kind", "self") != "cross"]
     tagged += [s["text"] for s in data["model"].get("sentences", [])]
-    from generator.attention.teaching import parse_sentence
+    from generator.kinds.attention.teaching import parse_sentence
 
     return [" ".join(w.text for w in parse_sentence(t)) for t in tagged]
 
@@ -215,7 +215,7 @@ class HeadsCache:
             if not (self.model_dir / "model.safetensors").is_file():
                 raise SystemExit(f"sentence {sentence!r} is not in {self.folder} and there is no checkpoint at "
                                  f"{self.model_dir} (set LABS_MINILM_DIR or run scripts/setup-tests)")
-            from generator.attention.bert import load_model
+            from generator.models.bert import load_model
 
             self._model = load_model(self.model_dir)
         from generator.kinds.attention.cache import compute_entry

@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from generator.build import build  # noqa: E402
-from generator.statichost import StaticHostHandler  # noqa: E402
+from generator.serve.statichost import StaticHostHandler  # noqa: E402
 
 PAGES = {"index": "", "lab": "labs/attention/", "tokens": "labs/tokens/", "embeddings": "labs/embeddings/",
          "topic": "topics/llm-engineering/", "404": "404.html"}

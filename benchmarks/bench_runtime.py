@@ -57,11 +57,11 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 from bench_page import chromium_path  # noqa: E402  (benchmarks/ is the script's folder)
 
-from generator.attention import bert  # noqa: E402
-from generator.attention.wordpiece import encode  # noqa: E402
+from generator.models import bert  # noqa: E402
+from generator.models.wordpiece import encode  # noqa: E402
 from generator.runtime.bundle import read_bundle, reference_model  # noqa: E402
 from generator.runtime.pagefiles import PageFiles, page_files, write_page_files  # noqa: E402
-from generator.statichost import StaticHostHandler  # noqa: E402
+from generator.serve.statichost import StaticHostHandler  # noqa: E402
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; base-uri 'self'; "
        "frame-ancestors 'none'; worker-src 'self' blob:")

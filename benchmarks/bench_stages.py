@@ -59,13 +59,13 @@ def _without_pickling() -> None:
 
 
 def _without_highlighter() -> None:
-    from generator.highlight import Highlighter
+    from generator.prose.highlight import Highlighter
 
     Highlighter.html = lambda self, code, lang: self._make(code, lang=lang).hilite(shebang=False)
 
 
 def _without_simple_markdown() -> None:
-    from generator import markdown_render
+    from generator.prose import markdown_render
 
     markdown_render.simple_markdown = lambda source, state, links: None
 
@@ -100,7 +100,7 @@ def _without_numbers_text() -> None:
 SHADOWS = {
     "pickling": ("generator/pickling.py: records pickled as the call that makes them", _without_pickling,
                  ("pickling",)),
-    "highlight": ("generator/highlight.py: codehilite's highlighting, its lexer and formatter kept",
+    "highlight": ("generator/prose/highlight.py: codehilite's highlighting, its lexer and formatter kept",
                   _without_highlighter, ("loading",)),
     "simple-markdown": ("markdown_fast.simple_markdown: plain Markdown written without Python-Markdown "
                         "(with highlight.py, its only user)", _without_simple_markdown, ("loading",)),

@@ -6,8 +6,8 @@ step succeeded (:mod:`generator.sitefolder`). A failed build leaves the previous
 byte-for-byte as it was, and the build never writes into ``content/`` or ``theme/``.
 
 A large site's labs are loaded, then computed and rendered, in worker processes
-(:mod:`generator.workers`); a lab unchanged since a build that stored it comes from the build
-cache (:mod:`generator.buildcache`) instead.
+(:mod:`generator.speed.workers`); a lab unchanged since a build that stored it comes from the build
+cache (:mod:`generator.speed.buildcache`) instead.
 """
 
 from __future__ import annotations
@@ -21,18 +21,19 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from generator import buildcache
-from generator.buildcache import BuildCache, LabEntry
+from generator.speed import buildcache
+from generator.speed.buildcache import BuildCache, LabEntry
 from generator.content import SiteSource, assemble_partial, load_site
 from generator.errors import BuildError, ContentError, Diagnostic, display_path
 from generator.kinds import all_kinds
-from generator.links import PageLinks, check_links, collect, partial_link_problems
+from generator.links import PageLinks, check_links, collect
 from generator.model import Content
-from generator.pipeline import compute_lab, finish_site, kinds_of, kinds_site_files, load_lab, render_lab
+from generator.pipeline import (check_lab, compute_lab, finish_site, kinds_of, kinds_site_files, load_lab,
+                                site_problems)
 from generator.render import Renderer
 from generator.theme import Theme
 from generator.sitefolder import SiteFiles, clean_litter, guard_output, pause_for_tests, site_folder, write_files
-from generator.workers import lab_done, lab_pool
+from generator.speed.workers import lab_done, lab_pool
 
 
 @dataclass(frozen=True)
@@ -90,25 +91,15 @@ def _compute_and_render(index: int) -> LabBuilt:
     state = _LAB_STATE
     content: Content = state["content"]
     lab = content.labs[index]
-    try:
-        computed = compute_lab(lab, state["options"])
-    except Exception:
-        if lab.slug not in state["partial"]:
-            raise
-        # A lab with mistakes that its kind cannot compute: its load errors are the news.
-        return LabBuilt(lab.slug, {}, (), {}, (), ())
-    if state["renderer"] is None:
-        state["renderer"] = Renderer(content, Theme(state["theme_dir"], kinds_of(content)), state["base_url"])
-    try:
-        rendered = render_lab(state["renderer"], index, computed.payload)
-        files, links, warnings = rendered.files, rendered.links, rendered.warnings
-    except Exception:
-        if not computed.problems and lab.slug not in state["partial"]:
-            raise
-        # A page that cannot be drawn from numbers with mistakes: the mistakes are the news.
-        files, links, warnings = {}, {}, ()
-        state["renderer"].warnings.clear()
-    notes, problems = tuple(computed.notes) + warnings, tuple(computed.problems)
+
+    def renderer() -> Renderer:
+        if state["renderer"] is None:
+            state["renderer"] = Renderer(content, Theme(state["theme_dir"], kinds_of(content)), state["base_url"])
+        return state["renderer"]
+
+    checked = check_lab(lab, index, partial(compute_lab, options=state["options"]), renderer,
+                        unfinished=lab.slug in state["partial"])
+    files, links, notes, problems = checked.files, checked.links, checked.notes, checked.problems
     if problems or lab.slug in state["partial"]:  # never kept or written: the build reports its mistakes
         return LabBuilt(lab.slug, files, (), links, notes, problems)
     cache: BuildCache | None = state["cache"]
@@ -127,7 +118,7 @@ def build_files(content_dir: Path, theme_dir: Path | None = None, base_url: str 
                 cache: BuildCache | None = None) -> tuple[dict[str, bytes], Content]:
     """Everything a build writes, in memory. Raises ContentError/BuildError on any problem.
 
-    With a :class:`~generator.buildcache.BuildCache`, labs whose inputs are unchanged since a
+    With a :class:`~generator.speed.buildcache.BuildCache`, labs whose inputs are unchanged since a
     build that stored them are taken from it (neither loaded, computed nor rendered), and each
     lab built now is stored in it once it computed and rendered without a problem of its own
     (its links are checked again by every build); the files are the same."""
@@ -141,7 +132,7 @@ def _build_gc(content_dir: Path, theme_dir: Path | None, base_url: str | None, r
     """:func:`_build_files` with the cyclic collector paused. A build allocates millions of small
     objects and frees them by reference counting; the collector would only re-scan the growing
     site again and again. Pool workers collect their own
-    garbage (:func:`generator.workers.lab_done`)."""
+    garbage (:func:`generator.speed.workers.lab_done`)."""
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -216,34 +207,16 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
     t = time.perf_counter()
     renderer = Renderer(content, Theme(theme_dir, kinds_of(content)), base_url)
     lab_files = {slug: entry.files for slug, entry in stored.items()} | {b.slug: b.files for b in built}
+    lab_links = ({path: page for entry in stored.values() for path, page in entry.links.items()}
+                 | {path: page for b in built for path, page in b.links.items()})
     written = written_stored + [path for b in built for path in b.written]
-    try:
-        files = renderer.render_site(lab_files)
-    except ContentError as exc:  # a theme mistake: the links cannot be checked without the pages
-        raise ContentError(problems + exc.diagnostics) from None
-    except Exception:
-        if problems:  # a page that cannot be drawn from a lab with mistakes: those are what to report
-            raise ContentError(problems) from None
-        raise
-    if not problems:
-        files.update(kinds_site_files(content, options, cache.folder / "kinds" if cache is not None else None,
-                                      taken=set(files) | set(written)))
-    links = collect(files, {path: page for entry in stored.values() for path, page in entry.links.items()}
-                    | {path: page for b in built for path, page in b.links.items()})
+    if problems:  # the same report as labs serve's (generator.pipeline.site_problems)
+        raise ContentError(site_problems(problems, source, fresh, renderer, lab_files, lab_links, written))
+    files = renderer.render_site(lab_files)
+    files.update(kinds_site_files(content, options, cache.folder / "kinds" if cache is not None else None,
+                                  taken=set(files) | set(written)))
+    links = collect(files, lab_links)
     known = set(files) | set(written)
-    if problems:
-        unrendered = unfinished - {b.slug for b in built if b.files}  # pages that could not be drawn
-        unbuilt = {slug: [source.links.resolve(href) or href for href, answer in fresh[slug].asked.items()
-                          if answer is None]
-                   for slug in source.order if slug in fresh and fresh[slug].lab is None
-                   and (slug not in unfinished or slug in unrendered)}
-        # A lab with mistakes is rendered as far as it loaded: a link it wrote to an unknown lab
-        # was reported where it was written; its page would only repeat it.
-        reported = {": " + (source.links.resolve(href) or href) for loaded in fresh.values()
-                    for href, answer in loaded.asked.items() if answer is not None}
-        reported |= {f"link to a missing anchor: #{i}" for slug in unfinished for i in fresh[slug].lost}
-        raise ContentError(problems + [d for d in partial_link_problems(links, known, content, unbuilt)
-                                       if not any(d.message.endswith(r) for r in reported)])
     link_problems = check_links(links, known, content)
     if link_problems:
         raise ContentError(link_problems)
@@ -254,7 +227,7 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
 
 def _lab_keys(source: SiteSource, theme_dir: Path | None, base_url: str | None,
               options: Mapping[str, Any] | None, map_labs: Callable = map) -> dict[str, str]:
-    """Each lab's build cache key (see :mod:`generator.buildcache`); its folder is hashed by
+    """Each lab's build cache key (see :mod:`generator.speed.buildcache`); its folder is hashed by
     ``map_labs`` (a :func:`lab_pool`'s)."""
     theme = Theme(theme_dir, all_kinds())
     site = buildcache.key_of(

@@ -9,11 +9,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from generator import __version__
 from generator.errors import BuildError, ContentError, SiteError, cap_per_file, display_path
 from generator.kinds import all_kinds
+from generator.model import Content
 
 
 def _out(message: str) -> None:
@@ -60,7 +62,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_clean(args: argparse.Namespace) -> int:
     from generator.build import default_cache_dir
-    from generator.buildcache import clean
+    from generator.speed.buildcache import clean
 
     folder = default_cache_dir(args.content)
     try:
@@ -119,7 +121,7 @@ def cmd_kinds(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from generator.serve import serve
+    from generator.serve.server import serve
 
     return serve(content=args.content, theme=_theme(args), output=args.output, host=args.host, port=args.port,
                  open_browser=args.open, report=_out, warn=_err, options=_kind_options(args))
@@ -163,6 +165,32 @@ class _NotingGroup:
 
     def __getattr__(self, name: str):
         return getattr(self._group, name)
+
+
+class _AddedParsers:
+    """The subparsers as a kind sees them in ``add_commands``, noting each parser it adds."""
+
+    def __init__(self, subparsers):
+        self._subparsers = subparsers
+        self.parsers: list[argparse.ArgumentParser] = []
+
+    def add_parser(self, *args, **kwargs) -> argparse.ArgumentParser:
+        self.parsers.append(self._subparsers.add_parser(*args, **kwargs))
+        return self.parsers[-1]
+
+    def __getattr__(self, name: str):
+        return getattr(self._subparsers, name)
+
+
+def _with_loader(func: Callable[[argparse.Namespace, Callable[[Path], Content]], int],
+                 ) -> Callable[[argparse.Namespace], int]:
+    """A kind's command as the other commands are called, ``func(args)``: it gets the content
+    loader of a build (every lab loaded and validated, or one ContentError with every mistake)."""
+    def run(args: argparse.Namespace) -> int:
+        from generator.content import load_content
+
+        return func(args, load_content)
+    return run
 
 
 def parser() -> argparse.ArgumentParser:
@@ -255,7 +283,11 @@ def parser() -> argparse.ArgumentParser:
 
     add_model_commands(sub)  # labs models fetch|list, labs next: the models several kinds share
     for kind in kinds:
-        kind.add_commands(sub)
+        added = _AddedParsers(sub)
+        kind.add_commands(added)
+        for command in added.parsers:  # a kind's command gets the host's loader (LabKind.add_commands)
+            if command.get_default("func") is not None:
+                command.set_defaults(func=_with_loader(command.get_default("func")))
     return p
 
 

@@ -9,13 +9,14 @@ Layout::
     content/labs/<slug>/faq.yaml      a list of {question, answer}
     content/labs/<slug>/quiz.yaml     {questions: [...]} — single, multiple and word questions
 
-Every problem found is recorded with its ``file:line:col``; :func:`load_content` raises one
-:class:`ContentError` listing all of them, so an author fixes a whole batch per build.
+faq.yaml and quiz.yaml are read by :mod:`generator.faq` and :mod:`generator.quiz`, through the
+loader's Reader and its inline Markdown. Every problem found is recorded with its
+``file:line:col``; :func:`load_content` raises one :class:`ContentError` listing all of them, so
+an author fixes a whole batch per build.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -24,16 +25,15 @@ from pathlib import Path
 from typing import Callable, Collection
 
 from generator.errors import ContentError, Diagnostic, Diagnostics, SiteError, did_you_mean, display_path
+from generator.faq import read_faq
 from generator.kinds import LabKind, get_kind, kind_names
-from generator.markdown_render import MarkdownLimit, RenderedMarkdown, render_markdown
-from generator.quizorder import same_place_everywhere, shuffled
-from generator.slug import slugify
-from generator.model import (Card, Content, FaqItem, Lab, LegendItem, Option, Question, Quiz, Section, Site, Topic,
-                             quiz_storage_key)
+from generator.prose.markdown_render import MarkdownLimit, RenderedMarkdown, render_markdown
+from generator.prose.slug import SLUG_RE, slugify
+from generator.quiz import read_quiz
+from generator.model import Card, Content, FaqItem, Lab, LegendItem, Quiz, Section, Site, Topic, quiz_storage_key
 from generator.filepolicy import file_problem, walk_files
 from generator.source import Reader, YamlDoc, load_yaml, read_text
 
-SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?")
 _LANGUAGE = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*")  # BCP 47's shape: en, en-GB, zh-Hant-TW, de-CH-1996
 
@@ -54,7 +54,6 @@ def valid_language(tag: str) -> bool:
     return bool(_LANGUAGE.fullmatch(tag))
 MAX_LAB_NUMBER = 999  # shown as two or three digits ("07") on cards and pages
 LAB_FILES = ("lab.yaml", "faq.yaml", "quiz.yaml")
-QUESTION_TYPES = ("single", "multiple")  # every lab has these; a lab kind may add its own
 LAB_KEYS = ("number", "title", "tagline", "topic", "summary", "gist")  # required of every lab
 LAB_OPTIONAL_KEYS = ("subtitle", "legend", "sections", "cards")
 
@@ -332,145 +331,13 @@ class _Loader:
 
     def faq(self, path: Path, links) -> tuple[FaqItem, ...] | None:
         r = self.reader(path)
-        if r is None:
-            return None
-        items, ids = [], set()
-        for i, _ in enumerate(r.sequence(()) or []):
-            before = len(self.diags.items)
-            if r.mapping((i,), required=("question", "answer"), optional=("id",)) is None:
-                continue
-            question = r.string((i, "question"), multiline=False)
-            answer = self.inline_markdown(r, (i, "answer"), links)
-            given = r.string((i, "id"), required=False, multiline=False)
-            item_id = given or (f"faq-{slugify(question)}" if question else "")
-            if given and not SLUG_RE.match(given):
-                r.error((i, "id"), f"FAQ id {given!r} must be lower-case letters, digits and dashes")
-            elif given and given in ids:
-                r.error((i, "id"), f"duplicate FAQ id {given!r}")
-            elif item_id in ids:
-                r.error((i, "question"), f"duplicate FAQ id {item_id!r}; give one of them an 'id'")
-            if question and answer and len(self.diags.items) == before:  # (an item with a mistake: left out)
-                ids.add(item_id)
-                items.append(FaqItem(item_id, question, answer.html, answer.text))
-            elif item_id:
-                self.lost.add(item_id)
-        return tuple(items)
+        return read_faq(r, partial(self.inline_markdown, links=links), self.lost) if r is not None else None
 
     def quiz(self, path: Path, slug: str, kind: LabKind, spec, links) -> Quiz | None:
         r = self.reader(path)
         if r is None:
             return None
-        if r.mapping((), required=("questions",)) is None:
-            return None
-        questions, ids = [], set()
-        for i, value in enumerate(r.sequence(("questions",)) or []):
-            q = self.question(r, ("questions", i), i, kind, spec, links)
-            if q is None:
-                given = r.value(("questions", i, "id"))
-                self.lost.add(given if isinstance(given, str) else f"q{i + 1}")
-                continue
-            if q.id in ids:
-                r.error(("questions", i, "id"), f"duplicate question id {q.id!r}")
-                continue
-            ids.add(q.id)
-            keep = q.type not in QUESTION_TYPES + tuple(kind.shuffled_question_types) or (
-                isinstance(value, dict) and "shuffle" in value and r.boolean(("questions", i, "shuffle")) is False)
-            questions.append(q if keep else shuffled(slug, q))
-        digest = hashlib.sha256(r.doc.text.encode()).hexdigest()[:10]
-        places = same_place_everywhere(tuple(questions))
-        warnings = ()
-        if places is not None:
-            d = r.doc.diagnostic(("questions",), "every question shows its correct option in the same place "
-                             f"({', '.join(str(p + 1) for p in places)}), so a learner can answer without reading; "
-                             "rename a question's id (its order is drawn from it) or reorder a 'shuffle: false' question",
-                             key=True)
-            warnings = (f"{d.path}:{d.line}:{d.column}: warning: {d.message}",)
-        return Quiz(tuple(questions), quiz_storage_key(slug, digest), warnings)
-
-    def question(self, r: Reader, where: tuple, index: int, lab_kind: LabKind, spec, links) -> Question | None:
-        types = QUESTION_TYPES + tuple(lab_kind.question_types)
-        value = r.value(where)
-        qtype = value.get("type") if isinstance(value, dict) else None
-        if isinstance(value, dict) and "type" in value:
-            written = r.string(where + ("type",), multiline=False)
-            if written is not None and written not in types:  # which keys belong depends on the type
-                r.error(where + ("type",), f"unknown question type {written!r}{did_you_mean(written, types)}; "
-                        f"labs of kind {lab_kind.name!r} have: {', '.join(types)}")
-                return None
-            if written is None:
-                return None
-        common = ("type", "prompt")
-        if qtype in lab_kind.question_types:
-            own_required, own_optional = lab_kind.question_keys.get(qtype, ((), ()))
-            m = r.mapping(where, required=common + tuple(own_required), optional=("id", "explanation") + tuple(own_optional))
-        else:
-            m = r.mapping(where, required=common + ("options",), optional=("id", "explanation", "shuffle"))
-        if m is None:
-            return None
-        qtype = r.string(where + ("type",), multiline=False)
-        if qtype not in types:
-            if qtype is not None:
-                r.error(where + ("type",), f"unknown question type {qtype!r}{did_you_mean(qtype, types)}; "
-                        f"labs of kind {lab_kind.name!r} have: {', '.join(types)}")
-            return None
-        qid = r.string(where + ("id",), required=False, multiline=False) or f"q{index + 1}"
-        if not SLUG_RE.match(qid):
-            r.error(where + ("id",), f"question id {qid!r} must be lower-case letters, digits and dashes")
-        prompt = self.inline_markdown(r, where + ("prompt",), links)
-        explanation = self.inline_markdown(r, where + ("explanation",), links, required=False)
-        if prompt is None:
-            return None
-        explanation_html = explanation.html if explanation else ""
-        if qtype in lab_kind.question_types:
-            if spec is None:  # lab.yaml has mistakes (reported there); the kind cannot check this
-                return None
-            own = lab_kind.read_question(r, where, qtype, qid, spec)
-            if own is None:
-                return None
-            return Question(qid, qtype, prompt.html, prompt.text, tuple(own.options), explanation_html,
-                            data=own.data, match=own.match)
-        options = []
-        unreadable = False  # an option with a mistake of its own: its count errors would only echo it
-        for j, _ in enumerate(r.sequence(where + ("options",)) or []):
-            ow = where + ("options", j)
-            before = len(self.diags.items)
-            option = r.mapping(ow, required=("text", "why"), optional=("correct",))
-            if option is None or len(self.diags.items) > before:  # e.g. 'corect:' — already reported
-                unreadable = True
-            if option is None:
-                continue
-            text = self.inline_markdown(r, ow + ("text",), links)
-            why = self.inline_markdown(r, ow + ("why",), links)
-            correct = r.boolean(ow + ("correct",))
-            if correct is None and option.get("correct") is not None:
-                unreadable = True
-            if text and why:
-                options.append(Option(f"{qid}-{chr(97 + j) if j < 26 else j}", _unwrap_p(text.html), text.text,
-                                      bool(correct), why.html))
-            else:
-                unreadable = True
-        n_correct = sum(o.correct for o in options)
-        if options and not unreadable:
-            if len(options) < 2:
-                r.error(where + ("options",), "a question needs at least two options")
-            if n_correct == 0:
-                r.error(where + ("options",), "no option is marked 'correct: true'")
-            if qtype == "single" and n_correct > 1:
-                r.error(where + ("options",), f"a single-choice question has exactly one correct option, "
-                        f"found {n_correct}; use type: multiple for several")
-        texts = [o.text for o in options]
-        for j, o in enumerate(options):
-            if texts.count(o.text) > 1 and texts.index(o.text) != j:
-                r.error(where + ("options", j, "text"), f"duplicate option {o.text!r}")
-        return Question(qid, qtype, prompt.html, prompt.text, tuple(options), explanation_html)
-
-
-def _unwrap_p(html: str) -> str:
-    """An option is one line of inline Markdown: drop the paragraph wrapper."""
-    html = html.strip()
-    if html.startswith("<p>") and html.endswith("</p>") and html.count("<p>") == 1:
-        return html[3:-4]
-    return html
+        return read_quiz(r, slug, kind, spec, partial(self.inline_markdown, links=links), self.lost)
 
 
 class LinkTargets:

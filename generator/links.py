@@ -18,7 +18,7 @@ from html import unescape
 from urllib.parse import unquote, urlsplit
 
 from generator.errors import Diagnostic, display_path
-from generator.slug import slugify
+from generator.prose.slug import slugify
 from generator.model import Content
 
 # What the check needs of a page: its ids in order (repeats kept) and its link targets (unescaped).

@@ -1,5 +1,5 @@
 """The stages of a build, each written once. ``labs build`` (:mod:`generator.build`) runs them over
-every lab; ``labs serve``'s incremental builder (:mod:`generator.incremental`) runs the same ones
+every lab; ``labs serve``'s incremental builder (:mod:`generator.serve.incremental`) runs the same ones
 over the labs that changed and keeps what the others gave before.
 
 load     :func:`load_lab`: a lab's folder → its :class:`~generator.model.Lab` (content.py reads it),
@@ -10,19 +10,24 @@ render   :func:`render_lab`: its page and the files beside it, and the links of 
 links    :mod:`generator.links`: collected where a page is rendered, checked once all are known;
 finish   :func:`finish_site`: the marker and ``content/static/``, then the site is written
          (:mod:`generator.sitefolder`).
+
+A site with mistakes is taken as far as it goes, by both drivers alike, so that one run reports
+every mistake: :func:`check_lab` computes and renders a lab (one that loaded only in part too),
+and :func:`site_problems` gathers the problems with the link problems of the pages that could be
+drawn, leaving out what would only repeat a mistake already reported.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from generator.content import RecordingLinkTargets, SiteSource, load_lab as _read_lab, static_files
-from generator.errors import BuildError, Diagnostic
+from generator.errors import BuildError, ContentError, Diagnostic
 from generator.kinds import Computed, LabKind, get_kind
-from generator.links import PageLinks, page_links
+from generator.links import PageLinks, collect, page_links, partial_link_problems
 from generator.model import Content, Lab
 from generator.render import Renderer
 from generator.sitefolder import MARKER, MARKER_TEXT
@@ -80,6 +85,79 @@ def render_lab(renderer: Renderer, index: int, payload: Any) -> RenderedLab:
     warnings = tuple(renderer.warnings)
     renderer.warnings.clear()
     return RenderedLab(files, links, warnings)
+
+
+@dataclass(frozen=True)
+class CheckedLab:
+    """One lab computed and rendered as far as it goes (see :func:`check_lab`)."""
+
+    files: dict[str, bytes]  # its page and the files beside it; empty when its page could not be drawn
+    links: dict[str, PageLinks]
+    notes: tuple[str, ...]  # the kind's notes, then the renderer's positioned warnings
+    problems: tuple[Diagnostic, ...]  # the claims and answer keys its numbers contradict
+
+
+def check_lab(lab: Lab, index: int, compute: Callable[[Lab], Computed], renderer: Callable[[], Renderer],
+              unfinished: bool = False) -> CheckedLab:
+    """Compute lab ``index`` of the site (``lab``) with ``compute`` and render it with the renderer
+    that ``renderer()`` gives (made when first needed). A lab with mistakes goes as far as it can,
+    so that its claims and links are checked in the same run: an ``unfinished`` lab (it loaded only
+    in part) that its kind cannot compute gives nothing (its load errors are the news), and a page
+    that cannot be drawn from such a lab, or from numbers that contradict the lab's claims, gives
+    no files (those mistakes are the news). Any other exception is raised."""
+    try:
+        computed = compute(lab)
+    except Exception:
+        if not unfinished:
+            raise
+        return CheckedLab({}, {}, (), ())
+    made = renderer()
+    try:
+        rendered = render_lab(made, index, computed.payload)
+        files, links, warnings = rendered.files, rendered.links, rendered.warnings
+    except Exception:
+        if not computed.problems and not unfinished:
+            raise
+        files, links, warnings = {}, {}, ()
+        made.warnings.clear()
+    return CheckedLab(files, links, tuple(computed.notes) + warnings, tuple(computed.problems))
+
+
+def site_problems(problems: list[Diagnostic], source: SiteSource, loaded: Mapping[str, LoadedLab],
+                  renderer: Renderer, lab_files: Mapping[str, Mapping[str, bytes]],
+                  lab_links: Mapping[str, PageLinks], written: Collection[str] = ()) -> list[Diagnostic]:
+    """Every mistake of a site that has some: ``problems`` (the site's, each lab's load errors in
+    the site's order, then what each lab's numbers contradict, by :func:`check_lab`) and the link
+    problems of every page that could be drawn — ``renderer``'s site around ``lab_files`` (each
+    lab's files by slug, as :func:`check_lab` gave them, or as a build wrote them: ``written``),
+    whose links are ``lab_links`` and those of the pages rendered here.
+
+    ``loaded``: the labs read in this run, by slug. A lab that did not load has no page: links to
+    it are taken as good, and the links it wrote are checked. A link that is only the echo of a
+    mistake already reported is left out: one to an unknown lab (reported where it was written),
+    or to a part of a lab left out for its mistakes. Both drivers call this, so ``labs serve``
+    shows every mistake ``labs build`` prints, in the same order."""
+    try:
+        files = renderer.render_site(lab_files)
+    except ContentError as exc:  # a theme mistake: the links cannot be checked without the pages
+        return problems + exc.diagnostics
+    except Exception:  # a page that cannot be drawn from a lab with mistakes: those are what to report
+        return problems
+    links = collect(files, lab_links)
+    known = set(files) | set(written)
+    unfinished = {slug for slug, lab in loaded.items() if lab.lab is None and lab.partial is not None}
+    unrendered = {slug for slug in unfinished if not lab_files.get(slug)}  # pages that could not be drawn
+    unbuilt = {slug: [source.links.resolve(href) or href for href, answer in loaded[slug].asked.items()
+                      if answer is None]
+               for slug in source.order if slug in loaded and loaded[slug].lab is None
+               and (slug not in unfinished or slug in unrendered)}
+    # A lab with mistakes is rendered as far as it loaded: a link it wrote to an unknown lab
+    # was reported where it was written; its page would only repeat it.
+    reported = {": " + (source.links.resolve(href) or href) for lab in loaded.values()
+                for href, answer in lab.asked.items() if answer is not None}
+    reported |= {f"link to a missing anchor: #{i}" for slug in unfinished for i in loaded[slug].lost}
+    return problems + [d for d in partial_link_problems(links, known, renderer.content, unbuilt)
+                       if not any(d.message.endswith(r) for r in reported)]
 
 
 SITE_FILES_FOLDER = "assets/"  # where kinds' site files go (LabKind.site_files)

@@ -18,7 +18,8 @@ from markupsafe import Markup
 
 from generator.errors import BuildError, display_path
 from generator.kinds import LabKind, get_kind
-from generator.kinds.helpers import SHARED_FOLDER, fingerprint, json_for_script
+from generator.kinds.helpers import SHARED_FOLDER
+from generator.webfiles import fingerprint, json_for_script
 from generator.model import PROGRESS_STORAGE_KEY, Content, Lab, Topic
 from generator.theme import Theme
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -62,6 +64,16 @@ def _chromium_path() -> str | None:
     return None
 
 
+def pytest_collection_modifyitems(config, items):
+    """A test that starts the browser (through the ``browser`` fixture, or a fixture that uses it)
+    must say so with ``@pytest.mark.browser``: ``-m "not browser"``, the fast loop, then starts none.
+    One that does not is a collection error naming it, not a Chromium launched in the fast loop."""
+    unmarked = [item.nodeid for item in items
+                if "browser" in getattr(item, "fixturenames", ()) and item.get_closest_marker("browser") is None]
+    if unmarked:
+        raise pytest.UsageError("tests that start a browser without @pytest.mark.browser:\n  " + "\n  ".join(unmarked))
+
+
 @pytest.fixture(scope="session")
 def browser():
     """A real Chromium. Missing, it fails every browser test with how to install it — never a skip."""
@@ -91,8 +103,6 @@ def browser():
 def labs_data(script: str, name: str, key: str | None = None):
     """What a script beside a page puts in ``Labs.data[name]`` (``Labs.data[name][key]`` for
     one of several, as the real heads): the JSON on its first line (code may follow)."""
-    import json
-
     first = script.split("\n", 1)[0]
     data = "((window.Labs||={}).data||={})."
     prefix = f"({data}{name}||={{}})[{json.dumps(key)}]=" if key is not None else f"{data}{name}="
@@ -100,16 +110,23 @@ def labs_data(script: str, name: str, key: str | None = None):
     return json.loads(first[len(prefix):-1])
 
 
+LAB_DATA = re.compile(r'<script type="application/json" id="lab-data">(.*?)</script>', re.DOTALL)
+
+
+def lab_data(page: str | Path, *, text: bool = False):
+    """What a built lab page embeds as ``#lab-data`` (``page``: its HTML, or the file), parsed;
+    with ``text``, the JSON as the page carries it."""
+    html = page.read_text(encoding="utf-8") if isinstance(page, Path) else page
+    found = LAB_DATA.search(html)
+    assert found, "the page has no #lab-data"
+    return found.group(1) if text else json.loads(found.group(1))
+
+
 def spotlight_payload(site_folder: Path, slug: str) -> dict:
     """The lab's spotlight data as the learner's browser ends up with it: the page's embedded
     JSON, with the heads of the other sentences merged in from the script it loads for them."""
-    import json
-    import re
-
     folder = Path(site_folder) / "labs" / slug
-    html = (folder / "index.html").read_text(encoding="utf-8")
-    raw = re.search(r'<script type="application/json" id="lab-data">(.*?)</script>', html, re.DOTALL)
-    payload = json.loads(raw.group(1))
+    payload = lab_data(folder / "index.html")
     lazy = payload.get("lazy")
     if lazy:
         script = (folder / lazy["src"]).read_text(encoding="utf-8")
@@ -140,12 +157,27 @@ def run_labs(capsys, *argv: str) -> tuple[int, list[str], list[str]]:
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+# What a project can start from: its content/ folder and its theme/ folder (None: none, so the
+# default theme alone).
+PROJECT_STARTS = {
+    "fixtures": (FIXTURES / "content", FIXTURES / "theme"),  # the fixture site, its plain-markup theme
+    "shipped": (ROOT / "content", None),  # the course as it ships
+    "shipped+theme": (ROOT / "content", ROOT / "theme"),  # the course with a copy of the default theme
+}
+
+
 @pytest.fixture
-def project(tmp_path, monkeypatch):
-    """``content/`` and ``theme/`` copied from the fixtures into a fresh working directory
-    (modules with a project of their own define their own ``project``)."""
-    shutil.copytree(FIXTURES / "content", tmp_path / "content")
-    shutil.copytree(FIXTURES / "theme", tmp_path / "theme")
+def project(request, tmp_path, monkeypatch) -> Path:
+    """A site copied into a fresh working directory, which it returns: ``content/`` (and
+    ``theme/``) from one of :data:`PROJECT_STARTS` — the one a test names with
+    ``@pytest.mark.project("shipped")`` (on the test, or ``pytestmark`` on its module) or with
+    ``@pytest.mark.parametrize("project", [...], indirect=True)``; "fixtures" if it names none."""
+    marker = request.node.get_closest_marker("project")
+    start = getattr(request, "param", None) or (marker.args[0] if marker else "fixtures")
+    content, theme = PROJECT_STARTS[start]
+    shutil.copytree(content, tmp_path / "content")
+    if theme is not None:
+        shutil.copytree(theme, tmp_path / "theme")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
     return tmp_path

@@ -1,4 +1,4 @@
-"""Tests for generator.attention.core: softmax, scaled dot-product attention, heads.
+"""Tests for generator.models.core: softmax, scaled dot-product attention, heads.
 
 The reference implementation below is deliberately naive (Python loops, math.fsum, float64)
 so that it shares no code and no vectorisation tricks with the module under test.
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from generator.attention import (
+from generator.models.core import (
     causal_mask,
     merge_heads,
     multi_head_attention,

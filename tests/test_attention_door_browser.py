@@ -20,7 +20,7 @@ from test_browser import (  # noqa: F401 — fixtures shared with the attention 
     watch, words,
 )
 
-from generator.attention.realheads import largest_remainder_array
+from generator.kinds.attention.realheads import largest_remainder_array
 
 pytestmark = pytest.mark.browser
 WORDS = ["[CLS]", "dogs", "chase", "the", "red", "ball", "[SEP]"]

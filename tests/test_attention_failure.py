@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from generator.attention import realheads, teaching
+from generator.kinds.attention import realheads, teaching
 from generator.kinds.attention import cache as cachefile
 
 LAB = Path(__file__).resolve().parent.parent / "content" / "labs" / "attention"

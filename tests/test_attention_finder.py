@@ -1,13 +1,13 @@
-"""The held-out head finder's pure parts (generator/attention/realheads.py), and the agreements
-behind the learned matches (generator/attention/agreement.py) against the plain per-head formula."""
+"""The held-out head finder's pure parts (generator/kinds/attention/realheads.py), and the agreements
+behind the learned matches (generator/kinds/attention/agreement.py) against the plain per-head formula."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from generator.attention.agreement import FLAT, agreement_sums, agreements
-from generator.attention.realheads import (
+from generator.kinds.attention.agreement import FLAT, agreement_sums, agreements
+from generator.kinds.attention.realheads import (
     BASELINE_OFFSETS,
     nearest_tag_guess,
     nearest_tag_guesses,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_labs as run
+from conftest import lab_data, run_labs as run
 
 from generator.content import load_site, load_lab
 from generator.errors import ContentError
@@ -66,13 +66,7 @@ def test_a_bundle_of_another_checkpoint_is_not_offered(shipped_accuracy):
     assert inpage.page_part(lab.spec.model, None) == {"reason": inpage.OTHER_CHECKPOINT}
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch) -> Path:
-    shutil.copytree(ROOT / "content", tmp_path / "content", ignore=shutil.ignore_patterns("models"))
-    (tmp_path / "content/models").mkdir()
-    shutil.copytree(ROOT / "content/models/all-minilm-l6-v2", tmp_path / "content/models/all-minilm-l6-v2")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.project("shipped")  # the project fixture (conftest.py) starts from it
 
 
 def test_a_bundle_that_is_not_a_folder_is_an_error_at_its_line(project):
@@ -112,12 +106,12 @@ def test_a_site_without_a_bundle_builds_with_one_note_and_says_why(project, caps
     assert len(notes) == 1 and notes[0].startswith("note: ") and inpage.NO_BUNDLE in notes[0]
     assert not (project / "site/assets/runtime").exists()
     page = (project / "site/labs/attention/index.html").read_text(encoding="utf-8")
-    data = json.loads(re.search(r'id="lab-data">(.*?)</script>', page, re.S).group(1))
+    data = lab_data(page)
     assert data["own"]["model"] == {"reason": inpage.NO_BUNDLE}
 
 
 def test_labs_attention_quantized_prints_what_the_page_computes(capsys):
-    from generator.attention.bert import run_sentence
+    from generator.models.bert import run_sentence
     from generator.runtime.bundle import reference_model
     from generator.runtime.site import bundle_at
 

@@ -13,8 +13,8 @@ from test_browser import (  # noqa: F401 — fixtures shared with the attention 
     LAB, _watched_context, axe, context, drawn, head_select, open_lab, page, percentages, settle, shipped, sites, watch, words,
 )
 
-from generator.attention import teaching
-from generator.attention.realheads import largest_remainder_array
+from generator.kinds.attention import teaching
+from generator.kinds.attention.realheads import largest_remainder_array
 from generator.cli import main
 from generator.kinds.attention.commands import designed_heads
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from generator.attention import teaching
+from generator.kinds.attention import teaching
 from generator.cli import main
 
 TEXT = "A dog/NOUN chased/VERB the ball/NOUN in the park/NOUN"

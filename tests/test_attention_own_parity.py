@@ -16,8 +16,8 @@ import random
 import numpy as np
 import pytest
 
-from generator.attention import teaching
-from generator.attention.realheads import largest_remainder_array
+from generator.kinds.attention import teaching
+from generator.kinds.attention.realheads import largest_remainder_array
 from generator.kinds.attention.own import own_script
 
 pytestmark = pytest.mark.browser

@@ -1,6 +1,6 @@
 """The pattern view's numbers (issues 10 and 11): the shuffle and the closest learned heads.
 
-The shuffle is computed at build in NumPy (generator/attention/shuffle.py): here its equivariance is
+The shuffle is computed at build in NumPy (generator/kinds/attention/shuffle.py): here its equivariance is
 checked to 1e-9 on every self-attention sentence of the lab and on random ones, and the numbers the
 page loads (pattern.<hash>.js) are checked against it. The closest learned heads are recomputed from
 real-heads.json by a second, loop-by-loop implementation of "agreement" and compared with the page's.
@@ -16,8 +16,8 @@ import pytest
 import yaml
 from conftest import labs_data
 
-from generator.attention import shuffle as shuffling
-from generator.attention import teaching
+from generator.kinds.attention import shuffle as shuffling
+from generator.kinds.attention import teaching
 from generator.kinds.attention import cache as cachefile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -182,7 +182,7 @@ def test_the_closest_learned_heads_are_recomputed_from_real_heads_json(lab, patt
 
 
 def test_the_agreement_of_a_head_with_itself_is_one_and_with_a_disjoint_head_zero():
-    from generator.attention.agreement import agreement
+    from generator.kinds.attention.agreement import agreement
 
     d = np.array([[0.0, 1.0, 0.0], [0.5, 0.0, 0.5], [1 / 3, 1 / 3, 1 / 3]])
     real = np.zeros((2, 5, 5))
@@ -195,7 +195,7 @@ def test_the_agreement_of_a_head_with_itself_is_one_and_with_a_disjoint_head_zer
 
 
 def test_agreements_of_several_heads_at_once_equal_each_head_alone():
-    from generator.attention.agreement import agreement, agreements
+    from generator.kinds.attention.agreement import agreement, agreements
 
     rng = np.random.default_rng(7)
     real = rng.random((3, 4, 9, 9))

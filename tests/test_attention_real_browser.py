@@ -18,10 +18,10 @@ from test_browser import (  # noqa: F401 — fixtures shared with the attention 
     words,
 )
 
-from generator.attention.realheads import largest_remainder_array, word_attention
+from generator.kinds.attention.realheads import largest_remainder_array, word_attention
 from generator.runtime.bundle import reference_model
 from generator.runtime.site import bundle_at
-from generator.statichost import StaticHostServer
+from generator.serve.statichost import StaticHostServer
 
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""The ÷√d demo's numbers (generator/attention/scaling.py): what the page says they show, they show."""
+"""The ÷√d demo's numbers (generator/kinds/attention/scaling.py): what the page says they show, they show."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from generator.attention import scaling
+from generator.kinds.attention import scaling
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,10 @@ dark, no JavaScript, both screen sizes."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
-from conftest import labs_data
+from conftest import lab_data, labs_data
 from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
     ARTIFACTS, LAB, WHERE, _watched_context, axe, context, page, settle, shipped, sites, tab_to, watch,
 )
@@ -24,8 +23,7 @@ except ImportError:  # pragma: no cover - the browser fixture reports it
 def _sqrt(shipped) -> dict:
     """The numbers the page's demo script carries (sqrt-demo.<hash>.js, named in #lab-data)."""
     html = (shipped.folder / LAB / "index.html").read_text(encoding="utf-8")
-    src = json.loads(re.search(r'<script type="application/json" id="lab-data">(.*?)</script>', html, re.S)
-                     .group(1))["sqrt"]["src"]
+    src = lab_data(html)["sqrt"]["src"]
     script = (shipped.folder / LAB / src).read_text(encoding="utf-8")
     return labs_data(script, "sqrtDemo")
 

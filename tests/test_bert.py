@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from conftest import minilm_dir, reference
 
-from generator.attention.bert import (
+from generator.models.bert import (
     BertConfig,
     bert_forward,
     erf,
@@ -30,7 +30,7 @@ from generator.attention.bert import (
     run_sentence,
     write_random_checkpoint,
 )
-from generator.attention.safetensors_io import (
+from generator.models.safetensors_io import (
     load_safetensors,
     read_header,
     save_safetensors,

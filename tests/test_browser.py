@@ -32,7 +32,7 @@ from conftest import spotlight_payload
 import yaml
 
 from generator.build import build
-from generator.statichost import StaticHostHandler, StaticHostServer
+from generator.serve.statichost import StaticHostHandler, StaticHostServer
 
 try:
     from playwright.sync_api import expect, sync_playwright
@@ -40,6 +40,8 @@ except ImportError:  # pragma: no cover - reported by the `browser` fixture as a
     sync_playwright = None
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.browser  # every test here drives Chromium
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 ARTIFACTS = ROOT / "test-artifacts"
 CSP = "default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'none'; worker-src 'self' blob:"

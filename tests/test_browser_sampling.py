@@ -3,10 +3,10 @@ quiz question, axe-core and both screen sizes — as lab 07 is tested in test_br
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
+from conftest import lab_data
 from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
     ARTIFACTS, WHERE, _watched_context, axe, context, everything_in, page, settle, shipped, sites, watch,
 )
@@ -24,7 +24,7 @@ except ImportError:  # pragma: no cover - the browser fixture reports it
 
 def _data(shipped) -> dict:
     html = (shipped.folder / LAB / "index.html").read_text(encoding="utf-8")
-    return json.loads(re.search(r'<script type="application/json" id="lab-data">(.*?)</script>', html, re.S).group(1))
+    return lab_data(html)
 
 
 def _open(page, shipped, where="http", hash=""):

@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import tree
+from conftest import lab_data, tree
 
 import generator.build
 import generator.sitefolder
-import generator.workers
+import generator.speed.workers
 from generator.build import build, build_files, check
 from generator.sitefolder import MARKER, MARKER_TEXT
 from generator.errors import BuildError, ContentError
@@ -75,7 +75,7 @@ def test_every_file_a_lab_page_names_in_its_data_is_in_the_site(project):
     files = set(tree(project / "site"))
     for slug in ("alpha", "beta"):
         html = (project / "site" / "labs" / slug / "index.html").read_text(encoding="utf-8")
-        data = json.loads(re.search(r'<script type="application/json" id="lab-data">(.*?)</script>', html, re.S).group(1))
+        data = lab_data(html)
         named = re.findall(r'"(?:src|css|finder_src)": ?"([^"]+)"', json.dumps(data)) + \
             list(((data.get("real") or {}).get("srcs") or {}).values())
         assert any(src.startswith("../../assets/kinds/attention/") for src in named), named
@@ -377,7 +377,7 @@ def _start_paused_build(project: Path, point: str) -> subprocess.Popen:
 @pytest.fixture
 def big_project(project):
     """The fixtures with enough labs for the build to use its process pool."""
-    for i in range(generator.workers.PARALLEL_MIN_LABS + 2):
+    for i in range(generator.speed.workers.PARALLEL_MIN_LABS + 2):
         copy = project / f"content/labs/copy-{i:02d}"
         shutil.copytree(project / "content/labs/alpha", copy)
         lab = copy / "lab.yaml"
@@ -586,7 +586,7 @@ def test_ids_are_the_whitespace_preceded_id_attributes():
 
 def test_the_pool_hashes_lab_folders_to_the_same_cache_keys_as_one_process(big_project):
     from generator.build import _lab_keys
-    from generator.workers import lab_pool
+    from generator.speed.workers import lab_pool
     from generator.content import load_site
 
     content = big_project / "content"

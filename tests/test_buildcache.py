@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import tree
 
-from generator.buildcache import TAG_NAME
+from generator.speed.buildcache import TAG_NAME
 from generator.cli import main
 
 

@@ -22,15 +22,6 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SECONDS = r"\d+\.\d\d s"
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    shutil.copytree(FIXTURES / "content", tmp_path / "content")
-    shutil.copytree(FIXTURES / "theme", tmp_path / "theme")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-
 def edit(path: Path, old: str, new: str) -> str:
     """Replace the first ``old`` in ``path`` with ``new``; the edited text."""
     text = path.read_text(encoding="utf-8")

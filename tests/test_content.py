@@ -19,7 +19,7 @@ import yaml
 
 from generator.cli import main
 from generator.errors import ContentError
-from generator.markdown_render import MarkdownLimit
+from generator.prose.markdown_render import MarkdownLimit
 
 ROOT = Path(__file__).resolve().parent.parent
 THEME = ROOT / "theme"
@@ -78,12 +78,7 @@ def apply(project: Path, case: Case) -> str:
     return f"{case.shown or case.file}:{line}:{column}: error: {case.message.format(first_line=first_line)}"
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    """A copy of the shipped content in a fresh folder that is also the working directory."""
-    shutil.copytree(ROOT / "content", tmp_path / "content")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.project("shipped")  # the project fixture (conftest.py) starts from it
 
 
 def build(capsys) -> tuple[int, list[str]]:
@@ -374,12 +369,12 @@ LINE = 100_000
 def _author_facing_parsers(size: int = LINE):  # size: what every input below is made of
     import re as _re
 
-    from generator.attention import teaching
+    from generator.kinds.attention import teaching
     from generator.content import SLUG_RE, valid_base_url, valid_language
     from generator.kinds.attention.realmodel import parse_relation
-    from generator.kinds.attention.widget import find_word, parse_claim
-    from generator.markdown_render import render_markdown
-    from generator.slug import slugify
+    from generator.kinds.attention.reading import find_word, parse_claim
+    from generator.prose.markdown_render import render_markdown
+    from generator.prose.slug import slugify
 
     spaces = " " * size
 

@@ -8,11 +8,11 @@ import markdown
 import pygments
 import pytest
 
-from generator.highlight import CODEHILITE, Highlighter
+from generator.prose.highlight import CODEHILITE, Highlighter
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = {
-    "python": [ROOT / "generator" / "highlight.py", ROOT / "generator" / "markdown_render.py",
+    "python": [ROOT / "generator" / "prose" / "highlight.py", ROOT / "generator" / "prose" / "markdown_render.py",
                Path(pygments.__file__).parent / "lexer.py"],
     "js": sorted((ROOT / "theme" / "static" / "js").glob("*.js"))[:3],
     "css": sorted((ROOT / "theme" / "static" / "css").glob("*.css"))[:2],

@@ -114,7 +114,7 @@ def test_a_multi_line_math_error_prints_one_positioned_line(project, capsys):
 
 
 def test_the_lab_link_rewrite_leaves_inline_code_alone():
-    from generator.markdown_render import render_markdown
+    from generator.prose.markdown_render import render_markdown
 
     html = render_markdown('Write `<a href="lab:beta">` or [Beta](lab:beta).',
                            lambda href: "../beta/" if href.startswith("lab:") else None).html

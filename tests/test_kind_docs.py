@@ -66,7 +66,7 @@ def test_the_sampling_page_documents_every_key_and_its_example_builds(tmp_path, 
 
 
 def test_the_attention_page_documents_every_key_and_its_example_builds(tmp_path, monkeypatch, capsys):
-    from generator.attention import teaching
+    from generator.kinds.attention import teaching
     from generator.kinds.attention import AttentionKind
     from generator.kinds.attention import inpage, realmodel
 

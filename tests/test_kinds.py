@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,55 +13,12 @@ from conftest import run_labs as run
 
 from generator.kinds import ENTRY_POINT_GROUP, LabKind, get_kind, kind_names
 
+from test_boundaries import MODULES, module_of, imports
+
 ROOT = Path(__file__).resolve().parent.parent
-GENERIC = sorted(p for p in (ROOT / "generator").glob("*.py"))  # the core: every module outside kinds/ and attention/
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    shutil.copytree(ROOT / "content", tmp_path / "content")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-    return found
-
-
-@pytest.mark.parametrize("module", GENERIC, ids=lambda p: p.name)
-def test_the_generic_core_imports_no_kind_and_no_attention_math(module):
-    bad = {m for m in _imports(module) if m.startswith(("generator.attention", "generator.kinds."))
-           and m != "generator.kinds.helpers"}
-    assert not bad, f"{module.name} imports {sorted(bad)}"
-
-
-KIND_MODULES = sorted((ROOT / "generator" / "kinds").rglob("*.py"))
-
-
-@pytest.mark.parametrize("module", KIND_MODULES, ids=lambda p: p.relative_to(ROOT / "generator" / "kinds").as_posix())
-def test_kinds_use_the_helpers_not_the_renderer_or_the_build(module):
-    bad = {m for m in _imports(module)
-           if m in ("generator.render", "generator.build", "generator.pipeline", "generator.incremental")}
-    assert not bad, f"{module.name} imports {sorted(bad)}: use generator.kinds.helpers"
-
-
-def test_the_helpers_are_a_leaf():
-    helpers = ROOT / "generator" / "kinds" / "helpers.py"
-    assert {m for m in _imports(helpers) if m.startswith("generator")} <= {"generator.errors"}
-
-
-def test_the_example_plugin_uses_only_the_kind_interface_and_the_helpers():
-    example = sorted((ROOT / "examples" / "kind-plugin").rglob("*.py"))
-    assert example
-    used = {m for path in example for m in _imports(path) if m.startswith("generator")}
-    assert used <= {"generator.kinds", "generator.kinds.helpers"}, sorted(used)
+pytestmark = pytest.mark.project("shipped")  # the project fixture (conftest.py) starts from it
 
 
 def test_no_module_reaches_into_another_modules_private_names():
@@ -85,19 +41,26 @@ def test_no_module_reaches_into_another_modules_private_names():
     assert not found, found
 
 
-def test_the_core_modules_import_without_cycles():
-    """Each generic module imports on its own in a fresh interpreter (a cycle fails on one of them)."""
-    names = [f"generator.{p.stem}" for p in GENERIC if p.stem != "__main__"]
+def test_every_module_imports_without_cycles():
+    """Each module of the generator imports on its own in a fresh interpreter (a cycle fails on one
+    of them), and no chain of imports, inside functions too, leads from a module back to it."""
+    modules = {module_of(p): p for p in MODULES if p.is_relative_to(ROOT / "generator")}
+    names = [n for n in modules if n != "generator.__main__"]
     code = "import importlib, sys\nfor n in sys.argv[1:]:\n    [sys.modules.pop(k) for k in list(sys.modules) if k.startswith('generator')]\n    importlib.import_module(n)\n"
-    done = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    done = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
-    graph = {f"generator.{p.stem}": {m for m in _imports(p) if m.startswith("generator.") and m.count(".") == 1}
-             for p in GENERIC}
+    graph = {name: {m for _, m in imports(path, name) if m in modules and m != name} for name, path in modules.items()}
 
-    def reaches(start, goal, seen=()):
-        return any(n == goal or (n not in seen and reaches(n, goal, (*seen, n))) for n in graph.get(start, ()))
+    def reachable(start):
+        seen, todo = set(), list(graph[start])
+        while todo:
+            n = todo.pop()
+            if n not in seen:
+                seen.add(n)
+                todo.extend(graph[n])
+        return seen
 
-    cycles = [m for m in graph if reaches(m, m)]
+    cycles = sorted(m for m in graph if m in reachable(m))
     assert not cycles, f"import cycle through {cycles}"
 
 
@@ -238,7 +201,7 @@ def test_build_outside_a_site_says_how_to_start_one(tmp_path, monkeypatch, capsy
 
 def test_a_kinds_site_files_are_written_once_with_its_labs_and_a_store_in_the_cache(project, monkeypatch, capsys):
     from generator.build import build
-    from generator.incremental import SiteBuilder
+    from generator.serve.incremental import SiteBuilder
 
     seen = []
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from conftest import minilm_dir
 
-from generator.attention import realheads, scaling, teaching
+from generator.kinds.attention import realheads, scaling, teaching
 from generator.build import compute_lab
 from generator.content import load_lab, load_site
 from generator.kinds.attention import cache as cachefile

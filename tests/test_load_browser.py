@@ -5,10 +5,10 @@ Shares the sites, the watched pages (a console error fails a test) and the helpe
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
+from conftest import lab_data
 from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
     LAB, _watched_context, context, open_lab, page, shipped, sites, watch,
 )
@@ -30,7 +30,7 @@ SETTLED = "(src) => Labs.util.load(src).then(() => 'loaded', () => 'failed')"
 
 def _files(shipped) -> dict:
     html = (shipped.folder / LAB / "index.html").read_text(encoding="utf-8")
-    return json.loads(re.search(r'<script type="application/json" id="lab-data">(.*?)</script>', html, re.S).group(1))
+    return lab_data(html)
 
 
 def _asked(watch, name: str) -> int:

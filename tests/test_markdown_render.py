@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator import markdown_render
-from generator.markdown_fast import simple_markdown
-from generator.markdown_render import render_markdown
-from generator.mathml import MATH_TOKEN_RE, MathState
+from generator.prose import markdown_render
+from generator.prose.markdown_fast import simple_markdown
+from generator.prose.markdown_render import render_markdown
+from generator.prose.mathml import MATH_TOKEN_RE, MathState
 
 
 def test_code_is_highlighted_with_classes_not_styles():
@@ -128,7 +128,7 @@ def test_text_in_math_is_escaped():
 
 
 def test_a_list_nested_a_thousand_levels_is_refused_at_its_deepest_line():
-    from generator.markdown_render import MarkdownLimit
+    from generator.prose.markdown_render import MarkdownLimit
 
     source = "Intro.\n\n" + "- " * 1000 + "deep\n"  # "- - x" is a list inside a list
     with pytest.raises(MarkdownLimit) as exc:
@@ -143,7 +143,7 @@ def test_the_nesting_limit_holds_whatever_the_recursion_limit_and_after_pygments
     limit to 3,000), and here the limit is raised to 100,000 besides."""
     import sys
 
-    from generator.markdown_render import MarkdownLimit
+    from generator.prose.markdown_render import MarkdownLimit
 
     render_markdown("```no-such-language-here\nx\n```\n")  # Pygments looks among its plugins
     source = "Intro.\n\n" + "- " * 1000 + "deep\n"
@@ -163,7 +163,7 @@ def test_the_nesting_limit_holds_whatever_the_recursion_limit_and_after_pygments
     lambda n: "1. " * n + "x\n",
 ], ids=["indented-lists", "quotes", "inline-lists"])
 def test_markdown_nested_up_to_the_limit_renders_and_one_more_level_is_refused(shape):
-    from generator.markdown_render import MAX_NESTING, MarkdownLimit, nesting
+    from generator.prose.markdown_render import MAX_NESTING, MarkdownLimit, nesting
 
     assert nesting(shape(MAX_NESTING))[0] <= MAX_NESTING
     html = render_markdown(shape(MAX_NESTING)).html
@@ -175,7 +175,7 @@ def test_markdown_nested_up_to_the_limit_renders_and_one_more_level_is_refused(s
 
 
 def test_fenced_code_does_not_count_as_nesting():
-    from generator.markdown_render import MAX_NESTING
+    from generator.prose.markdown_render import MAX_NESTING
 
     source = "```\n" + "> " * (MAX_NESTING + 10) + "\n```\n"
     assert "<pre" in render_markdown(source).html
@@ -187,7 +187,7 @@ _TOO_DEEP = "lists or quotes are nested too deeply for the Markdown parser; flat
 @pytest.mark.parametrize("text", ["\ue000math0\ue001", "<abbr title=\"\ue000math0\ue001\">x</abbr> $x$",
                                   "\ue000math9\ue001"], ids=["bare", "in-an-attribute", "out-of-range"])
 def test_the_math_placeholder_characters_are_refused(text):
-    from generator.markdown_render import MarkdownLimit
+    from generator.prose.markdown_render import MarkdownLimit
 
     with pytest.raises(MarkdownLimit) as exc:
         render_markdown(text)
@@ -234,7 +234,7 @@ def test_dollars_and_braces_that_are_not_mistakes(source, html):
 def test_the_reusable_sanitiser_gives_what_nh3_clean_gives(html):
     import nh3
 
-    from generator import sanitise
+    from generator.prose import sanitise
 
     policy = dict(tags=sanitise.HTML_TAGS | sanitise.MATHML_TAGS, url_schemes=sanitise.URL_SCHEMES,
                   attributes=sanitise.ALL_ATTRIBUTES, link_rel="noopener noreferrer")

@@ -92,7 +92,7 @@ def test_the_page_writes_the_carried_text_where_the_list_was():
 
 
 def test_a_string_that_looks_like_the_mark_does_not_confuse_it():
-    from generator.kinds.helpers import _ENCODED_MARK
+    from generator.webfiles import _ENCODED_MARK
 
     data = {"s": f"{_ENCODED_MARK}0", "n": JSONText("[1,2]")}
     assert json.loads(str(json_for_script(data))) == {"s": f"{_ENCODED_MARK}0", "n": [1, 2]}

@@ -17,11 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 THEME = ROOT / "theme"
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    shutil.copytree(ROOT / "content", tmp_path / "content")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.project("shipped")  # the project fixture (conftest.py) starts from it
 
 
 def build(project, capsys) -> tuple[int, list[str]]:

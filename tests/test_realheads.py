@@ -17,8 +17,8 @@ from conftest import minilm_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.attention.bert import BertConfig, load_model, write_random_checkpoint
-from generator.attention.realheads import PER_MILLE, find_heads, largest_remainder, merge_pieces, word_attention
+from generator.models.bert import BertConfig, load_model, write_random_checkpoint
+from generator.kinds.attention.realheads import PER_MILLE, find_heads, largest_remainder, merge_pieces, word_attention
 from generator.kinds.attention.cache import (
     cache_lookup,
     cache_status,

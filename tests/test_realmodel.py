@@ -12,10 +12,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import labs_data
+from conftest import lab_data, labs_data
 from conftest import run_labs as run
 
-from generator.attention.bert import BertConfig, write_random_checkpoint
+from generator.models.bert import BertConfig, write_random_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB = "content/labs/attention"
@@ -34,12 +34,7 @@ def checkpoint(tmp_path_factory) -> Path:
     return folder
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch) -> Path:
-    shutil.copytree(ROOT / "content", tmp_path / "content")
-    shutil.copytree(ROOT / "theme", tmp_path / "theme")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.project("shipped+theme")  # the project fixture (conftest.py) starts from it
 
 
 
@@ -53,7 +48,7 @@ def test_shipped_cache_builds_without_a_checkpoint(project, capsys):
     code, out, err = run(capsys, "build")
     assert (code, err) == (0, [])
     page = (project / "site/labs/attention/index.html").read_text(encoding="utf-8")
-    data = json.loads(re.search(r'id="lab-data">(.*?)</script>', page, re.S).group(1))
+    data = lab_data(page)
     real = data["real"]
     assert real["model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert (real["layers"], real["heads"]) == (6, 12)
@@ -121,7 +116,7 @@ def test_labs_heads_fills_the_cache_and_the_build_uses_it(project, capsys, check
     code, _, err = run(capsys, "build")
     assert (code, err) == (0, [])
     page = (project / "site/labs/attention/index.html").read_text(encoding="utf-8")
-    data = json.loads(re.search(r'id="lab-data">(.*?)</script>', page, re.S).group(1))
+    data = lab_data(page)
     assert (data["real"]["layers"], data["real"]["heads"]) == (2, 4)
 
 
@@ -188,7 +183,7 @@ def test_labs_attention_errors_are_one_line_and_exit_1(project, capsys, checkpoi
 
 @pytest.mark.parametrize("json_flag", [["--json"], []], ids=["json", "table"])
 def test_labs_attention_on_a_nan_checkpoint_is_one_error_not_bare_nan(project, capsys, checkpoint, tmp_path, json_flag):
-    from generator.attention.safetensors_io import load_safetensors, save_safetensors
+    from generator.models.safetensors_io import load_safetensors, save_safetensors
 
     poisoned = tmp_path / "nan-model"
     shutil.copytree(checkpoint, poisoned)
@@ -209,7 +204,7 @@ def test_labs_attention_on_a_nan_checkpoint_is_one_error_not_bare_nan(project, c
 def test_relation_words_are_read_as_claims_read_them(written):
     """read_model's quick look-up of a relation's word answers as read_word does, errors included."""
     from generator.kinds.attention.realmodel import _read_word
-    from generator.kinds.attention.widget import read_word
+    from generator.kinds.attention.reading import read_word
 
     class Errors:
         def __init__(self):

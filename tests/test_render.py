@@ -66,7 +66,7 @@ def test_an_encoded_array_is_written_as_its_text_and_only_as_a_whole():
     assert not encoded.flags.writeable and (encoded + 1).json is None
     mark = json.loads(str(json_for_script({"k": encoded, "s": "x"})).replace(text, '"?"'))
     assert mark == {"k": "?", "s": "x"}
-    from generator.kinds import helpers
+    from generator import webfiles as helpers
 
     # A string in the data that looks like the stand-in for the text is written as it is.
     tricky = {"k": encoded, "s": helpers._ENCODED_MARK + "0"}

@@ -10,7 +10,7 @@ the site's CSP plus ``worker-src 'self' blob:`` and one with the CSP alone (so t
 refused and the loader must fall back to the main thread), and opened from file://.
 
 Token ids are the input (the JavaScript tokenizer is tested on its own, in
-test_runtime_tokenizer_parity.py); ids come from ``generator.attention.wordpiece`` over
+test_runtime_tokenizer_parity.py); ids come from ``generator.models.wordpiece`` over
 generated sentences. One test goes end to end, text through the page's tokenizer and model.
 """
 
@@ -31,12 +31,12 @@ import numpy as np
 import pytest
 from conftest import minilm_dir, reference
 
-from generator.attention import bert
-from generator.attention.bert import BertConfig, write_random_checkpoint
-from generator.attention.wordpiece import encode
+from generator.models import bert
+from generator.models.bert import BertConfig, write_random_checkpoint
+from generator.models.wordpiece import encode
 from generator.runtime.bundle import Bundle, export_bundle, read_bundle, reference_model
 from generator.runtime.pagefiles import PageFiles, page_files, write_page_files
-from generator.statichost import StaticHostHandler
+from generator.serve.statichost import StaticHostHandler
 
 pytestmark = pytest.mark.browser
 

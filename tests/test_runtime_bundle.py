@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from conftest import minilm_dir
 
-from generator.attention import bert
-from generator.attention.bert import BertConfig, write_random_checkpoint
+from generator.models import bert
+from generator.models.bert import BertConfig, write_random_checkpoint
 from generator.errors import BuildError
 from generator.runtime import bundle, quantize
 from generator.runtime.bundle import export_bundle, read_bundle, reference_model

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from test_runtime_browser import sentences
 
-from generator.attention.wordpiece import encode
+from generator.models.wordpiece import encode
 from generator.runtime.bundle import read_bundle
 from generator.runtime.pagefiles import CODE_FILES, STATIC, page_files
 from generator.runtime.vocab import tokenizer_data

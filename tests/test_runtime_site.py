@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.attention.bert import BertConfig, write_random_checkpoint
+from generator.models.bert import BertConfig, write_random_checkpoint
 from generator.runtime import site
 from generator.runtime.bundle import export_bundle
 

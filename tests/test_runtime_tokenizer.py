@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from conftest import minilm_dir
 
-from generator.attention.wordpiece import (
+from generator.models.wordpiece import (
     WordPieceTokenizer,
     _normalise_token,
     clean_text,
@@ -39,7 +39,7 @@ from generator.attention.wordpiece import (
     load_tokenizer,
 )
 from generator.runtime.vocab import DATA_FORMAT, WORDPIECE_JS, tokenizer_data, vocab_script
-from generator.statichost import StaticHostHandler
+from generator.serve.statichost import StaticHostHandler
 
 CSP = "default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; base-uri 'self'"
 SITE_CSP = CSP + "; frame-ancestors 'none'"  # frame-ancestors is for headers only: a <meta> ignores it with a warning

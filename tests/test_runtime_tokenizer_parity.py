@@ -1,5 +1,5 @@
 """The page's WordPiece tokenizer (generator/runtime/static/wordpiece.js) against the Python one
-(generator/attention/wordpiece.py) and transformers' classic Python ``BertTokenizer``.
+(generator/models/wordpiece.py) and transformers' classic Python ``BertTokenizer``.
 
 2,400 seeded strings (:func:`generated`) — accents composed and combining, CJK, emoji, control
 characters, words over and at 100 characters, digits, runs of punctuation, mixed scripts, every
@@ -32,7 +32,7 @@ import rjsmin
 from conftest import minilm_dir, reference
 from test_runtime_tokenizer import tokenizer_page
 
-from generator.attention.wordpiece import (
+from generator.models.wordpiece import (
     WordPieceTokenizer,
     _normalise_token,
     _split_on_punctuation,

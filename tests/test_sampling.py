@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import lab_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -227,7 +228,7 @@ def in_tmp(tmp_path, monkeypatch):
 def test_the_fixture_builds(in_tmp):
     files, content = build_files(_site(in_tmp), None)
     page = files["labs/dial/index.html"].decode()
-    data = json.loads(re.search(r'<script type="application/json" id="lab-data">(.*?)</script>', page, re.S)[1])
+    data = lab_data(page)
     assert data["temps"] == [0.5, 1.0, 1.5, 2.0]
     assert data["default"] == {"context": "cat", "t": 1}
     assert data["seed"] == 7 and data["parts"] == 100_000
@@ -386,6 +387,6 @@ def test_the_real_lab_builds_with_its_claims(in_tmp):
     assert lab.kind == "sampling" and lab.number == 8
     assert len(lab.quiz.questions) >= 6 and any(q.type == "dial" for q in lab.quiz.questions)
     page = files["labs/sampling/index.html"].decode()
-    data = re.search(r'<script type="application/json" id="lab-data">(.*?)</script>', page, re.S)[1]
+    data = lab_data(page, text=True)
     assert len(data) < 6000  # a few KB
     assert "written by hand" in page

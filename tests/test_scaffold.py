@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,12 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 THEME = ROOT / "theme"
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    """A copy of the shipped content in a fresh working directory."""
-    shutil.copytree(ROOT / "content", tmp_path / "content")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.project("shipped")  # the project fixture (conftest.py) starts from it
 
 
 

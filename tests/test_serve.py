@@ -29,12 +29,12 @@ import yaml
 from generator import sitefolder
 from generator.build import build_files
 from generator.errors import ContentError
-from generator.incremental import SiteBuilder
+from generator.serve.incremental import SiteBuilder
 from generator.kinds import get_kind
-from generator.serve import DevServer
-from generator.serve_http import CSP, LiveHTTPServer, LiveSite, inject_reload, resolve_path
-from generator.serve_mirror import Mirror
-from generator.serve_watch import ChangeQueue, is_editor_noise
+from generator.serve.server import DevServer
+from generator.serve.httpd import CSP, LiveHTTPServer, LiveSite, inject_reload, resolve_path
+from generator.serve.mirror import Mirror
+from generator.serve.watch import ChangeQueue, is_editor_noise
 
 REPO = Path(__file__).absolute().parents[1]
 THEME = REPO / "theme"
@@ -281,13 +281,13 @@ def test_errors_are_those_of_a_full_build_and_a_fix_recovers(three_labs):
     edit(content / "labs/gamma/lab.yaml", "topic: llm-engineering", "topic: llm-engineerin")
     gist = edit(content / "labs/alpha/gist.md", "At the first layer", "[At the first layer](lab:beta#no-such-anchor)")
     with pytest.raises(ContentError) as incremental_error:
-        builder.rebuild([quiz, content / "labs/gamma/lab.yaml"])
+        builder.rebuild([quiz, content / "labs/gamma/lab.yaml", gist])
     with pytest.raises(ContentError) as full_error:
         build_files(content, theme)
-    # A full build also computes and link-checks the labs with load errors as far as they loaded
-    # (here it finds alpha's broken anchor in beta too); the incremental builder stops at load errors.
+    # Both compute and link-check the labs with load errors as far as they loaded (here finding
+    # alpha's broken anchor in beta too): one rule, the same diagnostics in the same order.
     full = [str(d) for d in full_error.value.diagnostics]
-    assert all(str(d) in full for d in incremental_error.value.diagnostics)
+    assert [str(d) for d in incremental_error.value.diagnostics] == full
     assert any("#no-such-anchor" in line for line in full)
     assert "content/labs/beta/quiz.yaml:3:1: error: invalid YAML" in str(incremental_error.value)
     quiz.write_text(good, encoding="utf-8")
@@ -302,6 +302,30 @@ def test_errors_are_those_of_a_full_build_and_a_fix_recovers(three_labs):
     result = builder.rebuild([gist])
     assert result.files == build_files(content, theme)[0]
     assert result.labs_computed == ()
+
+
+def test_the_overlay_lists_every_mistake_the_terminal_of_labs_build_lists(three_labs, monkeypatch, capsys):
+    """Load errors in two labs (one loads in part), and a link from a third to an anchor the one
+    that loaded in part lacks: labs serve's overlay, its terminal and labs build's terminal say
+    the same mistakes, line for line."""
+    from conftest import run_labs
+
+    content, theme = three_labs
+    monkeypatch.chdir(content.parent)  # paths as an author types them, from the site's folder
+    (content / "labs/beta/quiz.yaml").write_text(TAB_YAML, encoding="utf-8")
+    edit(content / "labs/gamma/lab.yaml", "topic: llm-engineering", "topic: llm-engineerin")
+    edit(content / "labs/alpha/gist.md", "At the first layer", "[At the first layer](lab:beta#no-such-anchor)")
+    code, _, printed = run_labs(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
+    assert code == 1 and printed[-1].endswith("errors; nothing was written")
+    warned: list[str] = []
+    server = DevServer(Path("content"), Path("theme"), None, report=lambda _: None, warn=warned.append)
+    assert server.run_build(None) is None
+    overlay = [f"{e['path']}:{e['line']}:{e['column']}: error: {e['message']}" for e in server.live.errors]
+    assert overlay == printed[:-1]
+    assert warned[1:] == printed[:-1]  # after "N errors in the site; nothing to serve until it builds"
+    assert len(overlay) >= 3 and any("#no-such-anchor" in line for line in overlay)
+    assert any("quiz.yaml:3:1: error: invalid YAML" in line for line in overlay)
+    assert any("llm-engineerin" in line for line in overlay)
 
 
 # -- pieces of the server ---------------------------------------------------------------------
@@ -674,6 +698,7 @@ def test_binding_beyond_loopback_warns_loudly(start_server, tmp_path):
     assert server.interrupt() == 0
 
 
+@pytest.mark.browser
 def test_an_edit_shows_up_in_the_open_page_by_itself(start_server, browser, tmp_path):
     from playwright.sync_api import expect
 
@@ -701,6 +726,7 @@ def until(page, condition: str, timeout_ms: int = 10000) -> bool:
     }})""")
 
 
+@pytest.mark.browser
 def test_a_reload_puts_the_reader_back_where_they_were(start_server, browser, tmp_path):
     """Reading the FAQ, far below parts that come in late, an edit above it reloads the page and
     the FAQ's heading is back where it sat on screen, and stays there once the parts around it
@@ -736,6 +762,7 @@ def test_a_reload_puts_the_reader_back_where_they_were(start_server, browser, tm
     page.close()
 
 
+@pytest.mark.browser
 def test_an_error_shows_an_overlay_until_it_is_fixed(start_server, browser, tmp_path):
     from playwright.sync_api import expect
 
@@ -1021,6 +1048,7 @@ def test_64_slow_senders_and_64_open_pages_leave_room_for_a_request(http_server,
     assert threading.active_count() < 200
 
 
+@pytest.mark.browser
 def test_a_page_refused_a_live_reload_stream_asks_again_later(http_server, crowd, browser):
     server = http_server(max_streams=1)
     held = crowd.stream(server)

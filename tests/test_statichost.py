@@ -7,7 +7,7 @@ import socket
 import struct
 import threading
 
-from generator.statichost import StaticHostHandler, StaticHostServer
+from generator.serve.statichost import StaticHostHandler, StaticHostServer
 
 
 def test_a_client_that_goes_away_is_not_reported(tmp_path, capsys):

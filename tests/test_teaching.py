@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.attention import teaching
-from generator.attention.core import softmax
-from generator.attention.teaching import HEADS, ROLES, TaggingError, Word, compute, parse_sentence
+from generator.kinds.attention import teaching
+from generator.models.core import softmax
+from generator.kinds.attention.teaching import HEADS, ROLES, TaggingError, Word, compute, parse_sentence
 
 CAT_MAT = "The cat/NOUN sat/VERB on the mat/NOUN"
 ANIMAL = "The animal/NOUN didn't cross/VERB the street/NOUN because it was too tired/ADJ"
@@ -290,7 +290,7 @@ def test_weights_are_the_softmax_of_the_scaled_scores(words, kind):
 def _per_head(queries, keys, kind, heads):
     """compute() as it was written before its heads shared one softmax: one
     scaled_dot_product_attention per head and scale. The reference for the batched one."""
-    from generator.attention.core import causal_mask, scaled_dot_product_attention
+    from generator.models.core import causal_mask, scaled_dot_product_attention
 
     keys = queries if keys is None else keys
     x_q, x_k = teaching.embed(queries), teaching.embed(keys)

@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import random
 import re
-import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_labs as run
+from conftest import lab_data, run_labs as run
 
 import generator.kinds as kinds
-from generator.attention.wordpiece import clean_text, encode, wordpiece
+from generator.models.wordpiece import clean_text, encode, wordpiece
 from generator.kinds.tokens.pieces import count, search, steps
 from generator.runtime.site import bundle_at
 
@@ -29,12 +28,7 @@ def tokenizer():
     return bundle_at(BUNDLE).tokenizer
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    """A copy of the shipped content in a fresh working directory."""
-    shutil.copytree(ROOT / "content", tmp_path / "content")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.project("shipped")  # the project fixture (conftest.py) starts from it
 
 
 def check(capsys):
@@ -95,7 +89,7 @@ def test_the_shipped_lab_builds_and_its_page_shows_what_python_computes(project,
     code, _, err = run(capsys, "build", "--content", "content", "--theme", str(THEME), "--output", "site")
     assert (code, err) == (0, []), err
     html = (project / "site/labs/tokens/index.html").read_text(encoding="utf-8")
-    data = json.loads(re.search(r'<script type="application/json" id="lab-data">(.*?)</script>', html, re.S).group(1))
+    data = lab_data(html)
     # the scripts it loads later are in the site, once, under the bundle's id
     for key in ("code", "vocab"):
         assert (project / "site/labs/tokens" / data["runtime"][key]).is_file()
@@ -159,7 +153,7 @@ def test_new_tokens_lab_builds_out_of_the_box(project, capsys):
     assert (code, err) == (0, []), err
     html = (project / "site/labs/demo/index.html").read_text(encoding="utf-8")
     assert 'id="tk-tokens"' in html and 'data-type="pieces"' in html
-    data = json.loads(re.search(r'<script type="application/json" id="lab-data">(.*?)</script>', html, re.S).group(1))
+    data = lab_data(html)
     for key in ("code", "vocab"):  # its own small vocabulary, served beside the runtime's code
         assert "/assets/runtime/vocab-" in data["runtime"][key]
         assert (project / "site/labs/demo" / data["runtime"][key]).is_file()

@@ -6,17 +6,17 @@ than 1,000 generated strings, typed through the page's own text box."""
 from __future__ import annotations
 
 import gzip
-import json
 import re
 from urllib.parse import urlsplit
 
 import pytest
+from conftest import lab_data
 from test_browser import (  # noqa: F401 — fixtures shared with the other labs' browser tests
     ARTIFACTS, WHERE, _watched_context, axe, context, everything_in, page, settle, shipped, sites, watch,
 )
 from test_runtime_tokenizer_parity import _against_transformers, generated
 
-from generator.attention.wordpiece import clean_text, encode
+from generator.models.wordpiece import clean_text, encode
 from generator.kinds.tokens.pieces import count, search
 from generator.runtime.site import bundle_at
 
@@ -38,7 +38,7 @@ def tokenizer(shipped):
 
 def _data(shipped) -> dict:
     html = (shipped.folder / LAB / "index.html").read_text(encoding="utf-8")
-    return json.loads(re.search(r'<script type="application/json" id="lab-data">(.*?)</script>', html, re.S).group(1))
+    return lab_data(html)
 
 
 def _open(page, shipped, where="http"):

@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from generator.attention import teaching
-from generator.kinds.attention.widget import check_claims, compute_widget, percentages, read_widget, top_keys
+from generator.kinds.attention import teaching
+from generator.kinds.attention.reading import read_widget
+from generator.kinds.attention.widget import check_claims, compute_widget, percentages, top_keys
 from generator.errors import Diagnostics
 from generator.source import Reader, load_yaml
 

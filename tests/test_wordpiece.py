@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import minilm_dir, reference
 
-from generator.attention.wordpiece import (
+from generator.models.wordpiece import (
     WordPieceTokenizer,
     basic_tokenize,
     encode,

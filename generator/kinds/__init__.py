@@ -26,10 +26,16 @@ A theme overrides any of them file by file at ``theme/kinds/<name>/…``. Files 
 itself (e.g. scripts it writes beside a page, from its ``static/later/``) are its own business
 and not part of the theme.
 
-A kind imports this module — the hooks, and the types they take and give (:class:`Lab`,
-:class:`Option`, :class:`Reader`, :class:`Diagnostic`) — and :mod:`generator.kinds.helpers`
-(page data as JSON, fingerprinted files, the addresses of shared files); nothing else of the
-generator.
+A kind's public API is this module — the hooks; the types they take and give (:class:`Lab`,
+:class:`Option`, :class:`Content`, :class:`Reader`, :class:`Diagnostic`); the errors a kind raises
+or reports (:class:`ContentError`, :class:`BuildError`, :class:`SiteError`, :func:`did_you_mean`,
+:func:`display_path`, :func:`regular_problem` for a file it opens itself); and
+:func:`pickled_as_call` for its specs — and :mod:`generator.kinds.helpers` (page data as JSON,
+fingerprinted files, the addresses of shared files). Besides these a kind imports only its own
+package and the shared model packages, :mod:`generator.models` and :mod:`generator.runtime`:
+never the loader, the renderer, a driver or another kind. What a kind needs of the site comes
+through its hooks; a command of its own gets the host's content loader (:meth:`add_commands`).
+``tests/test_boundaries.py`` holds every kind, and ``examples/kind-plugin``, to this.
 """
 
 from __future__ import annotations
@@ -45,14 +51,17 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, ClassVar
 
-from generator.errors import BuildError, Diagnostic
-from generator.model import Lab, Option
+from generator.errors import BuildError, ContentError, Diagnostic, SiteError, did_you_mean, display_path
+from generator.filepolicy import regular_problem
+from generator.model import Content, Lab, Option
+from generator.pickling import pickled_as_call
 from generator.source import Reader
 
-# A kind's whole view of the generator: the hooks and what they take and give, here; and
-# generator.kinds.helpers for the files and JSON a page carries.
-__all__ = ["ENTRY_POINT_GROUP", "Computed", "Diagnostic", "KindQuestion", "Lab", "LabKind", "Option", "PageData",
-           "Reader", "all_kinds", "get_kind", "kind_names"]
+# A kind's whole view of the generator: the hooks, what they take and give and the errors, here;
+# and generator.kinds.helpers for the files and JSON a page carries.
+__all__ = ["ENTRY_POINT_GROUP", "BuildError", "Computed", "Content", "ContentError", "Diagnostic", "KindQuestion",
+           "Lab", "LabKind", "Option", "PageData", "Reader", "SiteError", "all_kinds", "did_you_mean", "display_path",
+           "get_kind", "kind_names", "pickled_as_call", "regular_problem"]
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +206,11 @@ class LabKind:
 
     def add_commands(self, subparsers: Any) -> None:
         """Commands of this kind's own (``subparsers.add_parser(...)``, then
-        ``set_defaults(func=...)``; the function returns an exit code and may raise SiteError)."""
+        ``set_defaults(func=...)``). The host calls ``func(args, load)``: ``load(folder)`` reads and
+        validates a content folder as a build does and returns its :class:`Content` (every lab
+        loaded), or raises ContentError listing every mistake; a command that needs the site's
+        labs loads them through it, never with the loader itself. The function returns an exit
+        code and may raise SiteError."""
 
 
 @cache

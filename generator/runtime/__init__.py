@@ -1,8 +1,13 @@
 """The in-page model runtime: a real checkpoint, quantized, run by the learner's browser, with
-its WordPiece tokenizer; shared by every lab kind that wants it (no kind is imported here).
+its WordPiece tokenizer; shared by every lab kind that wants it.
 
-``quantize.py`` (int8 per group of 32 weights), ``bundle.py`` (the committed model bundle and its
-NumPy reference), ``vocab.py`` (the tokenizer's data for the page), ``pagefiles.py`` (the classic
-scripts a site serves) and ``static/`` (the JavaScript forward pass, tokenizer and loader).
-docs/runtime.md describes the formats and the JavaScript API.
+``quantize.py`` (int8 per group of 32 weights), ``tensors.py`` (how the weights lie in a bundle),
+``bundle.py`` (the committed model bundle and its NumPy reference), ``vocab.py`` (the tokenizer's
+data for the page), ``pagefiles.py`` (the classic scripts a site serves), ``site.py`` (where a
+bundle's files go in a site and where a bundle comes from) and ``static/`` (the JavaScript
+forward pass, tokenizer and loader). docs/runtime.md describes the formats and the JavaScript API.
+
+A module here imports the shared models (:mod:`generator.models`), :mod:`generator.errors` and
+:mod:`generator.webfiles` (JSON, fingerprints, minified code), and never a lab kind: kinds use
+the runtime, not the other way round.
 """

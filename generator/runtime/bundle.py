@@ -28,7 +28,7 @@ the file so that everything a forward pass always needs is one contiguous prefix
 :func:`export_bundle` writes a folder; :func:`read_bundle` checks every byte of one against
 ``bundle.json`` and raises :class:`~generator.errors.BuildError` naming the file for anything
 missing, truncated or corrupt; :func:`reference_model` turns it back into a
-:class:`~generator.attention.bert.BertModel` whose float32 weights are exactly what the page
+:class:`~generator.models.bert.BertModel` whose float32 weights are exactly what the page
 multiplies by, so ``bert.bert_forward`` computes what the page should.
 """
 
@@ -45,9 +45,9 @@ from pathlib import Path
 
 import numpy as np
 
-from generator.attention import bert
-from generator.attention.bert import BertConfig, BertModel
-from generator.attention.wordpiece import WordPieceTokenizer, load_tokenizer
+from generator.models import bert
+from generator.models.bert import BertConfig, BertModel
+from generator.models.wordpiece import WordPieceTokenizer, load_tokenizer
 from generator.errors import BuildError, display_path
 from generator.runtime import quantize
 from generator.runtime.tensors import MATRICES, dequantized_weights, layout, quantized_tensors  # noqa: F401 (part of this module's API)

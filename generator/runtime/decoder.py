@@ -35,7 +35,7 @@ from typing import Any
 import regex
 
 from generator.errors import BuildError, display_path
-from generator.kinds.helpers import fingerprint, json_for_script
+from generator.webfiles import fingerprint, json_for_script
 from generator.models import bpe
 from generator.models.gguf_io import GGUFFile, LlamaConfig, llama_config, n_parameters, read_gguf
 from generator.runtime.bundle import ModelCard, file_sha256, license_text

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.kinds.helpers import fingerprint, json_for_script, minified
+from generator.webfiles import fingerprint, json_for_script, minified
 from generator.runtime.bundle import LICENSE_FILE, Bundle
 from generator.runtime.tensors import layout
 from generator.runtime.vocab import tokenizer_data

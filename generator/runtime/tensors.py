@@ -2,7 +2,7 @@
 
 :func:`layout` names every tensor of a model with its dtype and shape, in file order;
 :func:`quantized_tensors` makes those arrays from float weights; :func:`dequantized_weights`
-turns them back into :class:`~generator.attention.bert.BertWeights` holding exactly the numbers
+turns them back into :class:`~generator.models.bert.BertWeights` holding exactly the numbers
 the page multiplies by. ``bundle.py`` reads and writes the files that hold them.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from generator.attention.bert import BertConfig, BertWeights, LayerWeights
+from generator.models.bert import BertConfig, BertWeights, LayerWeights
 from generator.runtime import quantize
 
 MATRICES = ("qkv", "o", "in", "out")  # per layer, in the order the forward pass uses them

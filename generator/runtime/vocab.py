@@ -1,7 +1,7 @@
 """The tokenizer's data for the page: the vocabulary, the switches and the character classes.
 
 The JavaScript tokenizer (``static/wordpiece.js``) is only the algorithm of
-:mod:`generator.attention.wordpiece`. Every character class it needs comes from this module,
+:mod:`generator.models.wordpiece`. Every character class it needs comes from this module,
 computed when the site is built from the predicates of ``wordpiece.py`` and the
 :mod:`unicodedata` of the Python that runs the build (Unicode 14 for Python 3.11), never from
 the browser's own Unicode tables, which follow whatever Unicode version the browser was built
@@ -43,14 +43,14 @@ from typing import Any
 
 import numpy as np
 
-from generator.attention.wordpiece import (
+from generator.models.wordpiece import (
     WordPieceTokenizer,
     is_chinese_char,
     is_control,
     is_punctuation,
     is_whitespace,
 )
-from generator.kinds.helpers import json_for_script
+from generator.webfiles import json_for_script
 
 WORDPIECE_JS = Path(__file__).parent / "static" / "wordpiece.js"  # the tokenizer: Labs.runtime.WordPiece
 DATA_FORMAT = 1  # what wordpiece.js checks before it reads the data; raise it when the shape changes

@@ -3,7 +3,9 @@
 lab.yaml keys: ``widget`` (required; :mod:`.widget`) and ``model`` (optional; :mod:`.realmodel`).
 Quiz type ``word``: click the word a query attends to most, checked against the weights.
 Build option ``--model DIR``; commands ``labs heads`` and ``labs attention`` (:mod:`.commands`).
-The NumPy it runs is in :mod:`generator.attention`, which knows nothing of YAML or pages.
+Its NumPy is in modules that know nothing of YAML or pages: :mod:`.teaching` (the designed model),
+:mod:`.scaling`, :mod:`.shuffle`, :mod:`.agreement`, :mod:`.realheads`; the shared BERT is
+:mod:`generator.models.bert`.
 """
 
 from __future__ import annotations
@@ -17,16 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator.errors import ContentError, Diagnostic, did_you_mean, display_path
-from generator.kinds import Computed, KindQuestion, LabKind, PageData
+from generator.kinds import (
+    Computed, ContentError, Diagnostic, KindQuestion, Lab, LabKind, Option, PageData, Reader, did_you_mean,
+    display_path)
 from generator.kinds.attention.numbers import as_json
 from generator.kinds.attention import inpage
 from generator.kinds.attention.own import own_real_script, own_script
 from generator.kinds.attention.realmodel import ModelSpec, compute_real, read_model
-from generator.kinds.attention.widget import WidgetSpec, check_claims, compute_widget, read_widget, read_word, top_keys
+from generator.kinds.attention.reading import WidgetSpec, read_widget, read_word
+from generator.kinds.attention.widget import check_claims, compute_widget, top_keys
 from generator.kinds.helpers import compact_json, fingerprint, json_for_script, lazy_script, minified, shared_src
-from generator.model import Lab, Option
-from generator.source import Reader
 
 # Fields of the computed payload that the page's script never reads stay out of the page.
 _UNREAD_SENTENCE_FIELDS = ("roles_q",)
@@ -93,7 +95,7 @@ class AttentionKind(LabKind):
     def compute(self, lab: Lab, options: Mapping[str, Any]) -> Computed:
         spec: AttentionSpec = lab.spec
         payload = compute_widget(spec.widget)
-        from generator.attention.scaling import payload as sqrt_demo  # the ÷√d demo: sqrt.html, static/70-sqrt.js
+        from generator.kinds.attention.scaling import payload as sqrt_demo  # the ÷√d demo: sqrt.html, static/70-sqrt.js
 
         payload["sqrt"] = sqrt_demo()
         from generator.kinds.attention.pattern import shuffles  # what the pattern view's shuffle shows
@@ -283,7 +285,7 @@ def _shared() -> _Shared:
     """The kind's shared files (:meth:`AttentionKind.shared_files`), and which is which. Made from
     the files as they are now: each part keeps what it made for the process while its sources stay
     the same (minified, own_script), so asking once per lab costs little."""
-    from generator.attention.scaling import payload as sqrt_numbers
+    from generator.kinds.attention.scaling import payload as sqrt_numbers
     from generator.kinds.attention.pattern import pattern_style
     from generator.kinds.attention.sqrtdemo import demo_files
 

@@ -39,10 +39,9 @@ from typing import Literal
 
 import numpy as np
 
-from generator.attention.bert import BertModel
-from generator.attention.realheads import PER_MILLE, largest_remainder, word_attention
-from generator.errors import BuildError, ContentError, Diagnostic, display_path
-from generator.source import regular_problem
+from generator.models.bert import BertModel
+from generator.kinds.attention.realheads import PER_MILLE, largest_remainder, word_attention
+from generator.kinds import BuildError, ContentError, Diagnostic, display_path, regular_problem
 from generator.kinds.helpers import EncodedArray
 
 CACHE_FORMAT = "attention-labs/real-heads-cache"

@@ -6,16 +6,16 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from generator.attention import teaching
-from generator.attention.bert import load_model, run_sentence
-from generator.attention.realheads import largest_remainder
-from generator.errors import BuildError, did_you_mean, display_path
+from generator.kinds.attention import teaching
+from generator.models.bert import load_model, run_sentence
+from generator.kinds.attention.realheads import largest_remainder
+from generator.kinds import BuildError, Content, did_you_mean, display_path
 
 
 def add_commands(sub: Any) -> None:
@@ -37,7 +37,7 @@ def add_commands(sub: Any) -> None:
     a.add_argument("sentence", metavar="SENTENCE")
     a.add_argument("--model", type=Path, default=None, metavar="DIR", help="local checkpoint folder (required without --designed)")
     a.add_argument("--designed", action="store_true",
-                   help="the designed heads of generator/attention/teaching.py; SENTENCE is tagged as in lab.yaml")
+                   help="the designed heads of generator/kinds/attention/teaching.py; SENTENCE is tagged as in lab.yaml")
     a.add_argument("--quantized", action="store_true",
                    help="what the page's in-page model computes: the 8-bit bundle in DIR (a bundle folder, or a "
                         "checkpoint quantized as a build does) run in NumPy; same output as --model")
@@ -52,7 +52,7 @@ def add_commands(sub: Any) -> None:
     a.set_defaults(func=cmd_attention, usage_error=a.error)
 
 
-def cmd_attention(args: argparse.Namespace) -> int:
+def cmd_attention(args: argparse.Namespace, load: Callable[[Path], Content]) -> int:
     if args.designed:
         for flag, given in (("--model", args.model is not None), ("--layer", args.layer is not None),
                             ("--quantized", args.quantized)):
@@ -133,11 +133,10 @@ def inspect_designed(text: str, *, source: str | None = None, kind: str = "self"
     return "\n".join(out)
 
 
-def cmd_heads(args: argparse.Namespace) -> int:
-    from generator.content import load_content
+def cmd_heads(args: argparse.Namespace, load: Callable[[Path], Content]) -> int:
     from generator.kinds.attention.realmodel import model_sentences, refresh
 
-    content = load_content(args.content)
+    content = load(args.content)
     labs = [lab for lab in content.labs if lab.kind == "attention" and lab.spec.model is not None
             and (not args.lab or lab.slug in args.lab)]
     if not labs:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from generator.errors import BuildError, ContentError, Diagnostic, display_path
+from generator.kinds import BuildError, ContentError, Diagnostic, display_path
 
 BOUND = 2.5  # points: the most an 8-bit weight of the page's model may differ from the full model's
 NO_BUNDLE = ("this lab's model section names no model bundle (model.bundle), so only the designed heads "
@@ -47,7 +47,7 @@ def bundle_of(spec) -> Any:
 
 def words_of(text: str, tokenizer) -> tuple[list[str], list[bool], list[int]]:
     """The words, [CLS]/[SEP] flags and each piece's word, as the real-heads cache has them."""
-    from generator.attention.realheads import piece_word_index
+    from generator.kinds.attention.realheads import piece_word_index
 
     return piece_word_index(tokenizer.encode(text))
 
@@ -59,7 +59,7 @@ def accuracy(spec, widget, sha: str, bound: float = BOUND) -> dict[str, Any] | N
     count}``. Raises ContentError at the ``bundle:`` line if it is over ``bound``. None when the
     bundle was made from another checkpoint than ``sha`` (a build with ``--model`` of another
     model): its accuracy cannot be checked, so the page does not offer it."""
-    from generator.attention.realheads import word_attention
+    from generator.kinds.attention.realheads import word_attention
     from generator.kinds.attention import cache as cachefile
     from generator.kinds.attention.realmodel import model_sentences, sentence_text
     from generator.runtime.bundle import reference_model

@@ -1,7 +1,7 @@
 """"Your sentence": the designed model run in the learner's browser, on a sentence of their own.
 
 The spotlight's own sentences are computed at build time; a learner's sentence is computed in
-the page by a JavaScript port of :mod:`generator.attention.teaching` (``static/later/own-model.js``), with
+the page by a JavaScript port of :mod:`generator.kinds.attention.teaching` (``static/later/own-model.js``), with
 the UI in ``static/later/own-ui.js``. Both, and every table they share with the Python model — the lexicon,
 the roles and tag aliases, each head's W_Q/W_K/W_V/W_O and texts, the bias constants, the
 dimension names — go into one classic script beside the lab page (:func:`own_script`), which
@@ -16,7 +16,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from generator.attention import teaching
+from generator.kinds.attention import teaching
 from generator.kinds.helpers import fingerprint, json_for_script, minified
 
 SOURCES = ("own-model.js", "own-ui.js")  # concatenated in this order after the tables

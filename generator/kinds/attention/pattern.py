@@ -2,7 +2,7 @@
 
 The view's code (``static/later/pattern.js``) and
 the numbers only it reads — each self-attention sentence's shuffle (:func:`shuffles`, computed by
-:mod:`generator.attention.shuffle`) and each designed head's closest real head
+:mod:`generator.kinds.attention.shuffle`) and each designed head's closest real head
 (:func:`generator.kinds.attention.realmodel.learned_matches`) — travel as one classic script beside
 the page, its styles as one stylesheet (:func:`lazy_pattern`); the spotlight adds them the first
 time the learner opens the view, so a first visit pays for neither.
@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from generator.attention import shuffle as shuffling
+from generator.kinds.attention import shuffle as shuffling
 from generator.kinds.attention.numbers import as_json, rounded_lists
-from generator.kinds.attention.widget import WidgetSpec
+from generator.kinds.attention.reading import WidgetSpec
 from generator.kinds.helpers import fingerprint, json_for_script, minified
 
 FOLDER = Path(__file__).parent / "static" / "later"

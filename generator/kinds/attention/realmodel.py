@@ -45,11 +45,9 @@ from typing import Any
 
 import numpy as np
 
-from generator.errors import BuildError, ContentError, Diagnostic, did_you_mean, display_path
-from generator.attention import teaching
-from generator.kinds.attention.widget import read_word
-from generator.source import Reader
-from generator.pickling import pickled_as_call
+from generator.kinds import BuildError, ContentError, Diagnostic, Reader, did_you_mean, display_path, pickled_as_call
+from generator.kinds.attention import teaching
+from generator.kinds.attention.reading import read_word
 
 _RELATION_TYPE = re.compile(r"[A-Za-z][\w -]*")  # one character class after a literal: linear time
 CHECKPOINT_HELP = (
@@ -207,7 +205,7 @@ def _read_word(reader: Reader, where: tuple, written: str, words: tuple[str, ...
 
 def _read_finder_sentences(reader: Reader, where: tuple, widget) -> list[tuple[FinderSentence, tuple]]:
     """``model.sentences``: id and tagged text of each finder-only sentence, with where its text is."""
-    from generator.kinds.attention.widget import SENTENCE_ID, read_words
+    from generator.kinds.attention.reading import SENTENCE_ID, read_words
 
     found: list[tuple[FinderSentence, tuple]] = []
     if reader.value(where) is None:
@@ -260,7 +258,7 @@ def _align(teaching_words: tuple[str, ...], model_words: list[str], special: lis
 def refresh(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[list[str], Path]:
     """Recompute the cache file from the checkpoint; returns the sentences computed and the file."""
     from generator.kinds.attention import cache as cachefile
-    from generator.attention.bert import load_model
+    from generator.models.bert import load_model
 
     folder = model_dir or spec.checkpoint
     if folder is None:
@@ -320,7 +318,7 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
         entry = cachefile.cache_lookup(cache, sha, text)
         if entry is None and folder is not None:
             if model is None:
-                from generator.attention.bert import load_model
+                from generator.models.bert import load_model
 
                 with _blamed_on_lab_yaml(spec, model_dir):
                     model = load_model(folder)
@@ -365,14 +363,14 @@ class _Aligned(dict):
 
 def learned_matches(widget, finder_sentences, entries: dict[str, dict], aligned: dict | None = None) -> dict[str, Any]:
     """For each designed head of the widget, the real head whose rows agree best with its rows
-    (:mod:`generator.attention.agreement`), over the widget's self-attention sentences and the
+    (:mod:`generator.kinds.attention.agreement`), over the widget's self-attention sentences and the
     finder's sentences (their words aligned by :func:`_align`; a causal sentence's designed rows
     cannot see ahead and a BERT encoder's can, so it is left out). Also, per widget sentence, the
     model word that the spotlight opens for each of its words (the first piece of a split word).
     JSON-ready: ``{"heads": {head_id: {layer, head, agreement, words, sentences, next}}, "sentences":
     [...], "words": {sentence id: [model word index, ...]}}``. ``aligned``: :class:`_Aligned` of
     these sentences, when already worked out."""
-    from generator.attention.agreement import agreement_sums
+    from generator.kinds.attention.agreement import agreement_sums
 
     used = [s for s in [*model_sentences(widget), *finder_sentences] if s.kind == "self" and s.id in entries]
     if aligned is None:
@@ -416,7 +414,7 @@ def _finder(spec: ModelSpec, widget, entries: dict[str, dict], aligned: dict | N
     """Per relation type: the head picked on one half of the sentences, scored on the other half
     against two baselines (see the module docstring). JSON-ready, sorted by relation name.
     ``aligned``: :class:`_Aligned` of the sentences, when already worked out."""
-    from generator.attention import realheads
+    from generator.kinds.attention import realheads
 
     order = [s for s in [*model_sentences(widget), *spec.finder_sentences] if s.id in entries]
     if aligned is None:
@@ -472,7 +470,7 @@ def _relation_report(kind: str, pairs: list[dict], outcomes: tuple[np.ndarray, n
     """One relation type's report; ``outcomes``: every pair's hits and weights [L, H, P] and the
     offset rules' hits (a list per pair), a pair's place at its ``"at"``. Shares of hits are
     counts over sizes; the mean weights are NumPy's means, as :func:`_share` takes them."""
-    from generator.attention import realheads
+    from generator.kinds.attention import realheads
 
     pick = [p for p in pairs if p["half"] == 0]
     held = [p for p in pairs if p["half"] == 1]

@@ -1,6 +1,6 @@
 """The ÷√d demo's page parts: its code and numbers as one script loaded on demand.
 
-The numbers come from :mod:`generator.attention.scaling` (computed in ``AttentionKind.compute``
+The numbers come from :mod:`generator.kinds.attention.scaling` (computed in ``AttentionKind.compute``
 as ``payload["sqrt"]``; ``sqrt.html`` renders them as a table that needs no script). The slider's
 code, ``static/later/sqrt-demo.js``, and the numbers travel together in one fingerprinted classic
 script shared by every lab, ``assets/kinds/attention/sqrt-demo.<hash>.js`` (its styles in

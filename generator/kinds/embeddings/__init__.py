@@ -53,13 +53,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator.errors import ContentError, Diagnostic, did_you_mean
-from generator.kinds import Computed, KindQuestion, LabKind, PageData
+from generator.kinds import (
+    Computed, ContentError, Diagnostic, KindQuestion, Lab, LabKind, Option, PageData, Reader, did_you_mean)
 from generator.kinds.embeddings import compute, store
 from generator.kinds.embeddings.reading import EmbeddingsSpec, read_embeddings
 from generator.kinds.helpers import lazy_script
-from generator.model import Lab, Option
-from generator.source import Reader
 
 TIE = 0.005  # cosines closer than this are a tie: a question must not hinge on one
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from generator.errors import Diagnostic
+from generator.kinds import Diagnostic
 from generator.kinds.embeddings.reading import Claim, EmbeddingsSpec
 
 OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}

@@ -9,8 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.errors import Diagnostic, did_you_mean
-from generator.source import Reader
+from generator.kinds import Diagnostic, Reader, did_you_mean
 
 ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 MAX_ITEMS = 40
@@ -160,7 +159,7 @@ def read_embeddings(reader: Reader, where: tuple, lab_dir: Path) -> EmbeddingsSp
         reader.error(where + ("runtime",), f"{runtime!r} is not a model bundle folder (no bundle.json in it); "
                                            f"the committed one is content/models/all-minilm-l6-v2")
     elif bundle is not None:
-        from generator.errors import BuildError
+        from generator.kinds import BuildError
         from generator.runtime.site import bundle_at
 
         try:

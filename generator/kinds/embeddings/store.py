@@ -22,12 +22,12 @@ import argparse
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from generator.errors import BuildError, Diagnostic, display_path
+from generator.kinds import BuildError, Content, Diagnostic, display_path
 
 FORMAT = 1
 DEFAULT_NAME = "embeddings.json"
@@ -37,7 +37,7 @@ COMMAND = "labs embed --model DIR"
 
 def embed_texts(model, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Mean-pooled and [CLS] vectors, both L2-normalised: [n, d] float64 each."""
-    from generator.attention.bert import run_sentence
+    from generator.models.bert import run_sentence
 
     means, clss = [], []
     for text in texts:
@@ -110,7 +110,7 @@ def checkpoint_sha256(model_dir: Path) -> str:
 def refresh(path: Path, texts: Sequence[str], model_dir: Path) -> int:
     """Write ``path`` for exactly ``texts``, reusing vectors already stored for the same checkpoint.
     Returns how many texts were computed."""
-    from generator.attention.bert import load_model
+    from generator.models.bert import load_model
 
     sha = checkpoint_sha256(model_dir)
     old: dict = {}
@@ -145,13 +145,11 @@ def add_commands(sub) -> None:
     e.set_defaults(func=cmd_embed)
 
 
-def cmd_embed(args: argparse.Namespace) -> int:
-    from generator.content import load_content
-
+def cmd_embed(args: argparse.Namespace, load: Callable[[Path], Content]) -> int:
     if not (args.model / "model.safetensors").is_file():
         raise BuildError(f"{display_path(args.model)}/model.safetensors does not exist: --model names a local "
                          f"checkpoint folder (config.json, model.safetensors, vocab.txt)")
-    content = load_content(args.content)
+    content = load(args.content)
     labs = [lab for lab in content.labs if lab.kind == "embeddings" and (not args.lab or lab.slug in args.lab)]
     if not labs:
         print("no lab of kind 'embeddings'; nothing to do", flush=True)

@@ -67,13 +67,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from generator.errors import Diagnostic, did_you_mean
-from generator.kinds import Computed, KindQuestion, LabKind
+from generator.kinds import Computed, Diagnostic, KindQuestion, Lab, LabKind, Option, Reader, did_you_mean
 from generator.kinds.sampling import decoding
 from generator.kinds.sampling.reading import (Condition, DialQuestion, SamplingSpec, format_t, read_condition,
                                               read_sampling, read_temperature, share_text)
-from generator.model import Lab, Option
-from generator.source import Reader
 
 # -- computing --------------------------------------------------------------------------------------
 def evaluate(condition: Condition, probs) -> tuple[bool, str]:  # probs [n] floats

@@ -8,9 +8,8 @@ import math
 import re
 from dataclasses import dataclass
 
-from generator.errors import Diagnostic, did_you_mean
+from generator.kinds import Diagnostic, Reader, did_you_mean
 from generator.kinds.sampling import decoding
-from generator.source import Reader
 
 MAX_POINTS = 100
 MAX_CONTEXTS = 6

@@ -34,7 +34,7 @@ Quiz type ``pieces``, in two forms (``text`` required in both)::
       pick: continuation           # continuation (## pieces), word-start, unknown ([UNK]) or one piece
       answer: "##iness"            # optional, checked: a piece pick selects
 
-What is computed where: at build, with :mod:`generator.attention.wordpiece` (:mod:`.pieces`):
+What is computed where: at build, with :mod:`generator.models.wordpiece` (:mod:`.pieces`):
 everything the page shows before the learner types (the starting text's pieces and ids, the
 step by step, compare, why it matters, the quiz). In the page, once the learner focuses or types in
 "Your text" or "Word": the same tokenizer as ``static/wordpiece.js`` of :mod:`generator.runtime`,
@@ -51,13 +51,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from generator.kinds import Computed, KindQuestion, LabKind, PageData
-from generator.attention.wordpiece import encode
+from generator.kinds import Computed, KindQuestion, Lab, LabKind, Option, PageData, Reader
+from generator.models.wordpiece import encode
 from generator.kinds.tokens.pieces import count, ratio_text, steps
 from generator.kinds.tokens.reading import TokensSpec, describe, read_tokens
-from generator.model import Lab, Option
 from generator.kinds.tokens import vocabulary
-from generator.source import Reader
 
 PICKS = ("continuation", "word-start", "unknown")
 

@@ -1,4 +1,4 @@
-"""What the tokens lab computes at build, all with :mod:`generator.attention.wordpiece` — the
+"""What the tokens lab computes at build, all with :mod:`generator.models.wordpiece` — the
 tokenizer the page runs as ``static/wordpiece.js`` (:mod:`generator.runtime`), so that what the
 page shows before the learner types and what it computes after are the same tokenizer's answers.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
-from generator.attention.wordpiece import WordPieceTokenizer, basic_tokenize, clean_text, encode, wordpiece
+from generator.models.wordpiece import WordPieceTokenizer, basic_tokenize, clean_text, encode, wordpiece
 
 
 @dataclass(frozen=True)

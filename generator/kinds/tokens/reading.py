@@ -8,10 +8,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.errors import SiteError, did_you_mean
+from generator.kinds import Reader, SiteError, did_you_mean
 from generator.kinds.tokens.pieces import Counted, count, default_word, ratio_text
 from generator.kinds.tokens import vocabulary
-from generator.source import Reader
 
 MIN_EXAMPLES, MAX_EXAMPLES = 2, 8
 MAX_TEXT = 2000  # code points of one example or of the starting text: the page embeds them

@@ -11,7 +11,7 @@
   vocabulary script made the same way (:func:`generator.runtime.pagefiles.code_script`,
   :func:`generator.runtime.vocab.tokenizer_data`), from ``assets/runtime/vocab-<id>/``.
 
-Either way the tokenizer is :mod:`generator.attention.wordpiece` at build and
+Either way the tokenizer is :mod:`generator.models.wordpiece` at build and
 ``static/wordpiece.js`` of the runtime in the page: one tokenizer, no copy.
 """
 
@@ -21,7 +21,7 @@ import functools
 import hashlib
 from pathlib import Path
 
-from generator.attention.wordpiece import WordPieceTokenizer, load_tokenizer
+from generator.models.wordpiece import WordPieceTokenizer, load_tokenizer
 from generator.kinds.helpers import fingerprint, json_for_script
 from generator.runtime import site
 from generator.runtime.bundle import BUNDLE_FILE

@@ -1,4 +1,4 @@
-/* A BERT encoder's forward pass over typed arrays: generator/attention/bert.py in plain JavaScript.
+/* A BERT encoder's forward pass over typed arrays: generator/models/bert.py in plain JavaScript.
  *
  * The whole engine is the one function `engine` below. It touches nothing outside itself, so
  * its source text can become a Worker (the loader puts `(engine)(self, true)` in a blob: URL)

@@ -1,4 +1,4 @@
-/* WordPiece tokenisation in the page, exactly as generator/attention/wordpiece.py does it (BERT's
+/* WordPiece tokenisation in the page, exactly as generator/models/wordpiece.py does it (BERT's
    uncased tokenizer): the same steps, words, pieces, ids and word spans.
    Every character class comes with the data (generator/runtime/vocab.py, from the build's Python
    unicodedata), never from the browser's Unicode, which may be newer or older. The browser does

@@ -1,6 +1,6 @@
 /* The ÷√d demo's loader (#sqrt-demo, kinds/attention/sqrt.html). The demo's code and numbers are
    one script beside the page ("sqrt": {"src", "css"} in #lab-data: static/later/sqrt-demo.js + the
-   numbers of generator/attention/scaling.py), added when the demo comes near the screen or gets
+   numbers of generator/kinds/attention/scaling.py), added when the demo comes near the screen or gets
    the focus, so a first visit does not pay for it. Without it the table has every number. */
 (() => {
   "use strict";

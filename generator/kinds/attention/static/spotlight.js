@@ -11,7 +11,8 @@
   "use strict";
   const root = document.getElementById("spotlight");
   if (!root) return;
-  const Labs = window.Labs, u = Labs.util, { h, sum } = u, got = Labs.data, code = Labs.code;
+  const Labs = window.Labs, u = Labs.util, { h } = u, got = Labs.data, code = Labs.code;
+  const draw = code.spotlightDraw; // the pictures and texts paint() writes: static/spotlight-draw.js
   const data = u.readJSON("lab-data");
   if (!data?.sentences?.length || !data.heads?.length) {
     root.firstElementChild.textContent = "The spotlight's data is missing from this page.";
@@ -199,15 +200,9 @@
     return { ...state, ...v, S, heads: headsFor(S), sentenceKey: sentenceKey(), real: !!rh, word: v.queries[q] };
   }
 
-  /** The `n` largest shares, as "cat 41%, mat 28%, on 12%" (ties: the larger weight, then the earlier word). */
-  function top(keys, pct, n, weights = pct, skip = []) {
-    return keys.map((k, j) => j).filter(j => !skip[j] && pct[j] > 0)
-      .sort((a, b) => pct[b] - pct[a] || weights[b] - weights[a] || a - b)
-      .slice(0, n).map(j => `${keys[j]} ${pct[j]}%`).join(", ");
-  }
   function announce() {
     const v = view();
-    el.live.textContent = `${v.word}: ${top(v.keys, v.pct, 3, v.weights, v.keys.map((k, j) => v.hidden[j] || v.masked[j]))}`;
+    el.live.textContent = `${v.word}: ${draw.top(v.keys, v.pct, 3, v.weights, v.keys.map((k, j) => v.hidden[j] || v.masked[j]))}`;
   }
 
   /* ---------- structure: rebuilt when the sentence or the token set changes ---------- */
@@ -406,12 +401,7 @@
     // The query in view on its line: at the next frame, when the layout these writes need is done
     // anyway (a scrollLeft write here would force one more layout inside every click).
     if (from) lineAt = from[0] - geo.lineW / 2, lineFrame ||= requestAnimationFrame(() => { lineFrame = 0; el.queries.parentNode.scrollLeft = lineAt; });
-    paths.forEach((p, j) => {
-      const to = geo.kc[j], w = v.weights[j], show = from && to && !v.masked[j] && !v.hidden[j] && w > 0.004;
-      set(p, "d", show ? linkPath(from[0], to[0], v.cross, !v.cross && j === q) : "");
-      set(p, "stroke-width", (0.75 + 11 * w).toFixed(2));
-      set(p, "opacity", Math.min(1, 0.12 + 1.6 * w).toFixed(3));
-    });
+    draw.links(paths, v, geo);
 
     // Notes under the sentence.
     const notes = [v.real ? said.note : S.note];
@@ -420,38 +410,22 @@
       notes.push(`Greyed out: the ${later === 1 ? "word" : later + " words"} after “${v.word}”, masked to weight 0` +
         (/look ahead/i.test(S.note) ? "." : " — a decoder can't look ahead."));
     }
-    const hiddenNames = [...new Set(v.keys.filter((k, j) => v.hidden[j]))], hiddenPct = sum(v.pct.filter((p, j) => v.hidden[j]));
     if (v.real) notes.push(said.hidden);
     el.note.textContent = notes.join(" ").trim();
 
     // Readout table.
-    el.caption.textContent = `Where “${v.word}” looks — ${v.name}` + (v.cross ? ", in the " + (S.key_label || "other sentence") : "") +
-      (v.real || state.scale ? "" : " (no ÷√d)");
-    rows.forEach((r, j) => {
-      const self = !v.cross && j === q;
-      r.pct.textContent = v.pct[j] + "%";
-      r.fill.style.width = (v.weights[j] * 100).toFixed(1) + "%";
-      r.tr.classList.toggle("is-query", self);
-      r.tr.classList.toggle("is-masked", !!v.masked[j]);
-      r.tag.textContent = v.masked[j] ? "masked" : self ? "itself" : "";
-    });
-    const foot = (label, pct, cls) => h("tr", { class: cls }, [h("th", { scope: "row" }, [label]), h("td", { class: "sl-pct" }, [pct + "%"]), h("td")]);
-    el.readout.tFoot.replaceChildren(...(hiddenNames.length ? [foot("Shown", 100 - hiddenPct), foot("Hidden " + hiddenNames.join(", "), hiddenPct, "sl-hidden-row")] : []),
-      foot("Total", sum(v.pct), "sl-total"));
+    draw.readout(el.caption, rows, el.readout.tFoot, v);
 
     // The quadratic cost.
-    const nq = v.queries.length, nk = v.keys.length, n2 = nq * nk;
-    el.cost.textContent = v.real ? said.cost : v.cross ? `${nq} queries × ${nk} keys → ${n2} scores; double both and it's 4× the scores (${4 * n2}).`
-      : `${nq} words → ${n2} scores; at 2× the words (${2 * nq}), 4× the scores (${4 * n2}).` +
-        (causal ? ` The causal mask keeps ${nq * (nq + 1) / 2} of them; the rest are never used.` : "");
+    el.cost.textContent = v.real ? said.cost : draw.cost(v.queries.length, v.keys.length, v.cross, causal);
 
     // Small multiples (teaching heads, same word) and the model grid.
     const tq = v.real ? toTeach(q) : q;
     for (const m of minis) {
       const [w, pct] = rowOf(S.heads[m.id], tq);
       set(m.button, "aria-pressed", !v.real && m.id === state.h);
-      m.top.textContent = Math.max(...w) - Math.min(...w) < 1e-6 ? "all equal" : "→ " + top(S.keys, pct, 1); // a flat row has no winner
-      drawBars(m.canvas, w, v.cross ? -1 : tq);
+      m.top.textContent = Math.max(...w) - Math.min(...w) < 1e-6 ? "all equal" : "→ " + draw.top(S.keys, pct, 1); // a flat row has no winner
+      draw.bars(m.canvas, w, v.cross ? -1 : tq, geo.colors);
     }
     for (const c of cells) set(c.button, "aria-pressed", c.id === state.h);
     // The model view open on a sentence whose heads have not come yet: fetch that sentence's.
@@ -503,30 +477,8 @@
     gridDrawn = sig;
     for (const c of cells) {
       c.canvas.width = c.canvas.height = px;
-      drawBars(c.canvas, R.attention[c.L][c.H][rq].map(x => x / 1000), rq);
+      draw.bars(c.canvas, R.attention[c.L][c.H][rq].map(x => x / 1000), rq, geo.colors);
     }
-  }
-
-  /** A link from x1 to x2: an arc above the row (a loop for the word itself), or a band down to the keys. */
-  function linkPath(x1, x2, cross, self) {
-    const H = geo.arcH, top = (H - Math.min(H - 6, 16 + Math.abs(x2 - x1) * 0.32) * 4 / 3).toFixed(1);
-    if (self) return `M${x1 - 7} ${H}C${x1 - 15} ${H - 34} ${x1 + 15} ${H - 34} ${x1 + 7} ${H}`;
-    [x1, x2] = [x1.toFixed(1), x2.toFixed(1)];
-    return cross ? `M${x1} 0C${x1} 36 ${x2} 36 ${x2} 72` : `M${x1} ${H}C${x1} ${top} ${x2} ${top} ${x2} ${H}`;
-  }
-
-  /** One bar per key, as tall as its weight; the query's own bar in the focus colour (qi = -1: none). */
-  function drawBars(canvas, weights, qi) {
-    const ctx = canvas.getContext("2d"), [accent, track, query] = geo.colors, W = canvas.width, H = canvas.height;
-    const bw = W / weights.length, gap = bw > 4 ? 1 : 0;
-    ctx.clearRect(0, 0, W, H);
-    ctx.fillStyle = track;
-    ctx.fillRect(0, H - 1, W, 1);
-    weights.forEach((w, j) => {
-      const hh = w > 0 ? Math.max(1, w * H) : 0;
-      ctx.fillStyle = j === qi ? query : accent;
-      ctx.fillRect(j * bw + gap / 2, H - hh, Math.max(1, bw - gap), hh);
-    });
   }
 
   /* Map a query between the teaching words and the model's tokens ([CLS] the cat … [SEP]):

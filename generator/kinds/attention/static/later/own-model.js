@@ -1,4 +1,4 @@
-/* The designed model of generator/attention/teaching.py, in JavaScript: for "Your sentence".
+/* The designed model of generator/kinds/attention/teaching.py, in JavaScript: for "Your sentence".
    Every table comes from Labs.data.ownTables, written at build time from the Python (own.py); this file
    holds only the arithmetic, step for step as NumPy does it (core.py: q·scale, then q·kᵀ, + bias,
    mask, max-subtracted softmax with NumPy's pairwise sum). tests/test_attention_own_parity.py holds

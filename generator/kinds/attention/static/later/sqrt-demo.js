@@ -1,6 +1,6 @@
 /* The ÷√d demo (#sqrt-demo, kinds/attention/sqrt.html): loaded on demand by static/70-sqrt.js,
    in one script with its numbers (Labs.data.sqrtDemo, computed at build by
-   generator/attention/scaling.py; see generator/kinds/attention/sqrtdemo.py). It only shows the
+   generator/kinds/attention/scaling.py; see generator/kinds/attention/sqrtdemo.py). It only shows the
    size the d slider picks: one typical draw's weights without and with ÷√d, and the averages
    over all draws. It shares nothing with spotlight.js. */
 (() => {

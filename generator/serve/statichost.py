@@ -1,7 +1,7 @@
 """A built site served from its folder the way a static host serves it: files as they are, and
 the site's ``404.html`` (with status 404) for a path it does not have. The browser tests and the
 Lighthouse benchmark serve the output of ``labs build`` with it; ``labs serve`` serves from
-memory instead (:mod:`generator.serve`)."""
+memory instead (:mod:`generator.serve.server`)."""
 
 from __future__ import annotations
 

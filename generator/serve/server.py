@@ -3,10 +3,10 @@
 Threads::
 
     main      waits for Ctrl-C (SIGINT) or SIGTERM, then stops the others in order; exit 0
-    http      the site from memory, /__labs__/reload.js, /__labs__/events (serve_http.py)
-    watchdog  file events under content/ and theme/, minus editor swap and temp files (serve_watch.py)
+    http      the site from memory, /__labs__/reload.js, /__labs__/events (httpd.py)
+    watchdog  file events under content/ and theme/, minus editor swap and temp files (watch.py)
     rebuild   takes a burst of events once it has gone quiet, runs SiteBuilder.rebuild (incremental.py)
-    mirror    writes the latest good site to --output, skipping versions already superseded (serve_mirror.py)
+    mirror    writes the latest good site to --output, skipping versions already superseded (mirror.py)
 
 A content or theme error never stops the server: the last good site stays served and every
 open page gets the list of errors over server-sent events, drawn as an overlay by the
@@ -30,11 +30,11 @@ from typing import Any
 from generator import sitefolder
 from generator.errors import BuildError, ContentError, Diagnostic, cap_per_file, display_path
 from generator.filepolicy import regular_problem, walk_once
-from generator.incremental import Rebuild, SiteBuilder
-from generator.serve_http import LiveHTTPServer, LiveSite, build_error_json, diagnostic_json, is_loopback
-from generator.serve_mirror import Mirror
-from generator.serve_watch import RESCAN, ChangeQueue, watch
-from generator.workers import lab_pool
+from generator.serve.incremental import Rebuild, SiteBuilder
+from generator.serve.httpd import LiveHTTPServer, LiveSite, build_error_json, diagnostic_json, is_loopback
+from generator.serve.mirror import Mirror
+from generator.serve.watch import RESCAN, ChangeQueue, watch
+from generator.speed.workers import lab_pool
 
 log = logging.getLogger(__name__)
 

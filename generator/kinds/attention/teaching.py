@@ -5,7 +5,7 @@ role (``DET``, ``NOUN``, ``VERB`` …), a ``subject`` flag and its position — 
 has hand-written projection matrices W_Q, W_K and W_V, so that a query vector reads
 "what this word looks for" (``looks-for:noun``) and a key vector "what this word offers"
 (``offers:noun``). The attention itself is the ordinary
-``softmax(q·kᵀ/√d_k + bias)·v`` of :mod:`generator.attention.core`.
+``softmax(q·kᵀ/√d_k + bias)·v`` of :mod:`generator.models.core`.
 
 Reading a sentence
     :func:`parse_sentence` splits authored text such as
@@ -71,9 +71,8 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from generator.attention.core import softmax_into, causal_mask
-from generator.errors import did_you_mean
-from generator.pickling import pickled_as_call
+from generator.models.core import softmax_into, causal_mask
+from generator.kinds import did_you_mean, pickled_as_call
 
 # ---------------------------------------------------------------------------- roles
 

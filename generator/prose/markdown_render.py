@@ -5,8 +5,8 @@ styles), tables, heading ids, and TeX math — ``$…$`` inline and ``$$…$$`` 
 converted to MathML at build time by latex2mathml, so no JavaScript math library is needed.
 
 Sanitising policy: authors may write raw HTML in Markdown, but the rendered HTML always goes
-through nh3 (an allow-list sanitiser, :mod:`generator.sanitise`) before it reaches a page. MathML
-is made by :mod:`generator.mathml` from the TeX source and put in before sanitising, so the
+through nh3 (an allow-list sanitiser, :mod:`generator.prose.sanitise`) before it reaches a page. MathML
+is made by :mod:`generator.prose.mathml` from the TeX source and put in before sanitising, so the
 sanitiser (with a MathML allow-list) sees the final HTML.
 
 Internal links use ``lab:SLUG``, ``lab:SLUG#anchor``, ``topic:SLUG`` and ``index:``; they are
@@ -25,11 +25,11 @@ import markdown
 from markdown.extensions import Extension
 from markdown.treeprocessors import Treeprocessor
 
-from generator.highlight import CODEHILITE
-from generator.markdown_fast import simple_markdown
-from generator.mathml import MATH_TOKEN_RE, MathProblem, MathState, add_math
-from generator.sanitise import clean_html
-from generator.slug import slugify
+from generator.prose.highlight import CODEHILITE
+from generator.prose.markdown_fast import simple_markdown
+from generator.prose.mathml import MATH_TOKEN_RE, MathProblem, MathState, add_math
+from generator.prose.sanitise import clean_html
+from generator.prose.slug import slugify
 
 
 # Python-Markdown's inline parser scans from every '[', '(' and '<' to the character that closes

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from generator.attention import teaching
-from generator.attention.core import softmax_into, scaled_dot_product_attention
+from generator.kinds.attention import teaching
+from generator.models.core import softmax_into, scaled_dot_product_attention
 
 _POSITION_DIMS = [teaching.EMBEDDING_DIMS.index(d) for d in ("position", "position²", "constant")]
 MAX_DRAWS = 1000  # permutations tried for one that moves every word and splits every neighbour pair

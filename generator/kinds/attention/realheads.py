@@ -1,6 +1,6 @@
 """Real model heads: word-level attention of a pretrained BERT and a head finder (pure NumPy).
 
-Pipeline: a sentence is tokenised and run through :mod:`generator.attention.bert`; the
+Pipeline: a sentence is tokenised and run through :mod:`generator.models.bert`; the
 piece-level attention [L, H, n, n] is merged into words (:func:`merge_pieces`); the lab
 shows it, and :func:`find_heads` scores every head against gold relations.
 
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from generator.attention.bert import BertModel, run_sentence
-from generator.attention.wordpiece import Encoding
-from generator.errors import BuildError
+from generator.models.bert import BertModel, run_sentence
+from generator.models.wordpiece import Encoding
+from generator.kinds import BuildError
 
 PER_MILLE = 1000
 BASELINE_OFFSETS = (-1, 1, -2, 2, -3, 3)  # in order of preference when two score the same

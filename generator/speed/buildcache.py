@@ -84,7 +84,7 @@ def generator_fingerprint() -> str:
     """The generator's version, its source files' bytes and its libraries' versions, hashed."""
     from generator import __version__
 
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent  # generator/, every module of it
     sources = [(rel, p) for rel, p in files_under(package) if rel.endswith(".py") and "__pycache__" not in rel]
     versions = []
     for name in _LIBRARIES:

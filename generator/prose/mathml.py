@@ -19,7 +19,7 @@ from markdown.inlinepatterns import InlineProcessor
 from markdown.preprocessors import Preprocessor
 from markdown.treeprocessors import Treeprocessor
 
-from generator.sanitise import clean_mathml
+from generator.prose.sanitise import clean_mathml
 
 _MATH_TOKEN = "\ue000math{}\ue001"
 MATH_TOKEN_RE = re.compile("\ue000math(\\d+)\ue001")  # where a formula stands in the text

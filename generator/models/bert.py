@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from generator.attention.core import merge_heads, scaled_dot_product_attention, split_heads
-from generator.attention.safetensors_io import load_safetensors, read_header
-from generator.attention.wordpiece import Encoding, WordPieceTokenizer, encode, load_tokenizer
+from generator.models.core import merge_heads, scaled_dot_product_attention, split_heads
+from generator.models.safetensors_io import load_safetensors, read_header
+from generator.models.wordpiece import Encoding, WordPieceTokenizer, encode, load_tokenizer
 from generator.errors import BuildError, display_path
 
 # model_type values whose checkpoints have exactly BertModel's architecture and tensor names.
@@ -484,7 +484,7 @@ def write_random_checkpoint(
     deviation; 0.5 gives attention patterns far from uniform. ``prefix`` ("" or "bert.")
     chooses the tensor naming. Loadable by :func:`load_model` and by transformers.
     """
-    from generator.attention.safetensors_io import save_safetensors  # local: only this helper writes
+    from generator.models.safetensors_io import save_safetensors  # local: only this helper writes
 
     assert len(vocab) <= config.vocab_size, "vocab.txt may not be larger than the embedding table"
     folder = Path(folder)

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from generator.attention.core import softmax
-from generator.attention.realheads import largest_remainder
+from generator.models.core import softmax
+from generator.kinds.attention.realheads import largest_remainder
 
 D_VALUES: tuple[int, ...] = (2, 8, 32, 128, 512)
 N_KEYS = 8

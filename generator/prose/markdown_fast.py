@@ -4,7 +4,7 @@
 paragraphs, ``#`` headings of plain text, lists without blank lines between items, fenced code
 between blank lines — whose only inline Markdown is ``*em*``, ``**strong**``, ```code```,
 ``$math$`` and ``[text](url)``. Anything else is declined (None), and the converter
-(:mod:`generator.markdown_render`) does the whole text. It gives exactly what the converter
+(:mod:`generator.prose.markdown_render`) does the whole text. It gives exactly what the converter
 gives, which ``tests/test_markdown_render.py`` checks on many generated inputs; what it saves of
 a build is measured in ``docs/benchmarks.md`` ("Stand-ins for a library").
 """
@@ -15,9 +15,9 @@ import re
 import threading
 from html import unescape
 
-from generator.highlight import CODEHILITE, Highlighter
-from generator.mathml import INLINE_MATH, MathState
-from generator.slug import slugify
+from generator.prose.highlight import CODEHILITE, Highlighter
+from generator.prose.mathml import INLINE_MATH, MathState
+from generator.prose.slug import slugify
 
 _local = threading.local()
 
@@ -27,7 +27,7 @@ _PLAIN = re.compile(r"[^\\`*_\[\]<>&$|~{}\n\r\t\u00a0\ue000\ue001]*")
 
 # simple_markdown declines HTML, entities, escapes, tables, quotes, nested or loose lists, and a
 # delimiter Python-Markdown might pair otherwise. Fenced code is highlighted as codehilite does it
-# (generator/highlight.py).
+# (generator/prose/highlight.py).
 
 # Anywhere, code included: what the converter's first step rewrites (tabs, line ends, control
 # characters, lines of spaces); outside code: display math, escaped backticks, images, runs of

@@ -1,7 +1,7 @@
 """The HTTP side of ``labs serve``: the site served from memory, and the live-reload channel.
 
 Every good build replaces one ``dict`` of output files (:class:`LiveSite`), so a request sees one
-whole build, never half of one. HTML responses get ``/__labs__/reload.js`` (``generator/reload.js``)
+whole build, never half of one. HTML responses get ``/__labs__/reload.js`` (``generator/serve/reload.js``)
 added before ``</body>``; that script listens on ``/__labs__/events`` (server-sent events) and
 reloads the page when what it shows changed, or draws the build's errors over it. Nothing of
 this reaches what ``labs build`` writes.
@@ -9,7 +9,7 @@ this reaches what ``labs build`` writes.
 The server is for one author on one machine: it answers only requests addressed to this machine
 by name when bound to loopback, closes a connection whose request has not arrived whole within
 :data:`REQUEST_TIMEOUT_SECONDS`, caps requests and live-reload streams separately
-(:mod:`generator.serve_limits`), and sends the site's security headers on every
+(:mod:`generator.serve.limits`), and sends the site's security headers on every
 response, the HTTP layer's own errors included.
 """
 
@@ -32,7 +32,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from generator.errors import BuildError, Diagnostic, MoreErrors
-from generator.serve_limits import STREAM_CHECK_SECONDS, LimitedHandlerMixin, LimitedHTTPServer, peer_gone
+from generator.serve.limits import STREAM_CHECK_SECONDS, LimitedHandlerMixin, LimitedHTTPServer, peer_gone
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ SECURITY_HEADERS = (
     ("Referrer-Policy", "no-referrer"),
 )
 REQUEST_TIMEOUT_SECONDS = 10  # a request (line and headers) must arrive whole within this long
-MAX_CONNECTIONS = 64  # request slots (each a thread); see generator.serve_limits
+MAX_CONNECTIONS = 64  # request slots (each a thread); see generator.serve.limits
 MAX_STREAMS = 64  # live-reload streams open at once, on top of the request slots
 PREFIX = "/__labs__/"
 EVENTS_PATH = PREFIX + "events"
@@ -330,7 +330,7 @@ class _Handler(LimitedHandlerMixin, BaseHTTPRequestHandler):
 class LiveHTTPServer(LimitedHTTPServer):
     """Serves a :class:`LiveSite` on ``address`` (port 0: a free one), one thread per connection,
     with at most ``max_connections`` request slots and ``max_streams`` live-reload streams
-    (:mod:`generator.serve_limits`); a request must arrive whole within ``request_timeout``."""
+    (:mod:`generator.serve.limits`); a request must arrive whole within ``request_timeout``."""
 
     allow_reuse_address = True
     request_queue_size = 64

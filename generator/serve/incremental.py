@@ -25,8 +25,11 @@ links    a lab page's links are collected when it is rendered, the other pages' 
          bytes changed; one :class:`~generator.links.LinkChecker` checks a page again only when
          its links changed or a page it links to gained or lost an id.
 
-A failed run raises what a full build would raise (ContentError / BuildError); the caches
-survive it, so fixing the file costs one lab's work, not a full build.
+A failed run raises what a full build would raise (ContentError / BuildError), with the same
+diagnostics in the same order: a site with mistakes is taken as far as it goes by the pipeline's
+``check_lab`` and ``site_problems``, as ``labs build`` takes it, so the overlay of ``labs serve``
+lists every mistake the terminal of ``labs build`` does. The caches survive it, so fixing the
+file costs one lab's work, not a full build.
 """
 
 from __future__ import annotations
@@ -41,13 +44,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from generator.buildcache import digest_files as _digest, files_under as _files_under
-from generator.content import SiteSource, assemble, lab_folders, load_site
+from generator.speed.buildcache import digest_files as _digest, files_under as _files_under
+from generator.content import SiteSource, assemble_partial, lab_folders, load_site
 from generator.errors import BuildError, ContentError, Diagnostic, display_path
-from generator.kinds import get_kind
+from generator.kinds import Computed, get_kind
 from generator.links import LinkChecker, PageLinks, page_links
 from generator.model import Content, Lab
-from generator.pipeline import RenderedLab, compute_lab, finish_site, kinds_of, kinds_site_files, load_lab, render_lab
+from generator.pipeline import (LoadedLab, RenderedLab, check_lab, compute_lab, finish_site, kinds_of, kinds_site_files,
+                                load_lab, render_lab, site_problems)
 from generator.render import Renderer, source_date
 from generator.theme import Theme
 
@@ -74,6 +78,8 @@ class _LabEntry:
     asked: dict[str, str | None]  # link checks made while loading, with their answers
     lab: Lab | None  # None when the lab has mistakes
     diagnostics: tuple[Diagnostic, ...]
+    partial: Lab | None = None  # a lab with mistakes as far as it loaded: computed and checked, never served
+    lost: frozenset[str] = frozenset()  # the ids of its parts left out for their mistakes
     compute_key: str = ""  # set with payload and problems once computed
     payload: dict | None = None
     problems: tuple[Diagnostic, ...] = ()
@@ -207,8 +213,9 @@ class SiteBuilder:
         return digest, None
 
     def _load(self, site_touched: bool, slugs_touched: set[str] | None,
-              map_labs: Callable) -> tuple[Content, list[_LabEntry]]:
-        """:func:`generator.content.load_content`, loading again only labs whose inputs changed."""
+              map_labs: Callable) -> tuple[SiteSource, list[_LabEntry]]:
+        """The site and its labs in its order, as :func:`generator.pipeline.load_lab` reads them,
+        loading again only labs whose inputs changed."""
         source = self._load_source(site_touched or slugs_touched is None)
         for gone in set(self._labs) - set(source.order):
             del self._labs[gone]
@@ -221,16 +228,15 @@ class SiteBuilder:
                 todo.append((slug, digest))
         loaded = map_labs(partial(load_lab, source), [slug for slug, _ in todo]) if todo else ()
         for (slug, digest), lab in zip(todo, loaded, strict=True):
-            self._labs[slug] = _LabEntry(digest, topics, lab.asked, lab.lab, lab.diagnostics)
-        entries = [self._labs[slug] for slug in source.order]
-        return assemble(source, [(e.lab, e.diagnostics) for e in entries]), entries
+            self._labs[slug] = _LabEntry(digest, topics, lab.asked, lab.lab, lab.diagnostics, lab.partial, lab.lost)
+        return source, [self._labs[slug] for slug in source.order]
 
     # -- compute ----------------------------------------------------------------------
     def _compute(self, entries: list[_LabEntry],
-                 map_labs: Callable) -> tuple[dict[str, dict], dict[str, str], list[str]]:
+                 map_labs: Callable) -> tuple[dict[str, dict], dict[str, str], list[str], list[Diagnostic]]:
         """Every lab's payload, calling :func:`generator.pipeline.compute_lab` only on cache misses.
-        Returns payloads and compute keys by slug, and the slugs computed."""
-        labs = [(e, e.lab) for e in entries if e.lab is not None]  # assemble() has raised for the others
+        Returns payloads and compute keys by slug, the slugs computed, and the problems found."""
+        labs = [(e, e.lab) for e in entries if e.lab is not None]  # the others are checked by _every_problem
         fresh = [(e, lab) for e, lab in labs if e.payload is None]
         for entry, lab in fresh:
             entry.compute_key = _compute_key(lab, self.options)
@@ -254,10 +260,42 @@ class SiteBuilder:
             for key in spare[: len(spare) - self.SPARE_PAYLOADS]:  # the least recently used
                 del self._computed[key]
         problems = [d for e, _ in labs for d in e.problems]
-        if problems:
-            raise ContentError(problems)
         payloads = {lab.slug: e.payload for e, lab in labs if e.payload is not None}
-        return payloads, {lab.slug: e.compute_key for e, lab in labs}, [lab.slug for lab in misses.values()]
+        return payloads, {lab.slug: e.compute_key for e, lab in labs}, [lab.slug for lab in misses.values()], problems
+
+    def _computed_lab(self, lab: Lab) -> Computed:
+        """:func:`generator.pipeline.compute_lab` through the cache of computed payloads."""
+        key = _compute_key(lab, self.options)
+        if key not in self._computed:
+            computed = compute_lab(lab, self.options)
+            for note in computed.notes:
+                self.report(f"note: {note}")
+            self._computed[key] = (computed.payload, tuple(computed.problems))
+        payload, problems = self._computed[key]
+        return Computed(payload, problems)
+
+    def _every_problem(self, source: SiteSource, entries: list[_LabEntry], problems: list[Diagnostic],
+                       theme_touched: bool) -> list[Diagnostic]:
+        """The mistakes of a site that has some (``problems``: the site's and the labs' load errors),
+        exactly as ``labs build`` reports them: each lab
+        computed and rendered as far as it goes (a lab with load errors too), then the link
+        problems of the pages that could be drawn (:func:`generator.pipeline.check_lab`,
+        :func:`generator.pipeline.site_problems`). Nothing of it is kept for the next rebuild but
+        the computed payloads."""
+        loaded = {slug: LoadedLab(e.lab, e.diagnostics, e.asked, e.partial, e.lost)
+                  for slug, e in zip(source.order, entries, strict=True)}
+        content, _ = assemble_partial(source, [(e.lab or e.partial, e.diagnostics) for e in entries])
+        try:
+            theme, _ = self._load_theme(theme_touched, content)
+            renderer = Renderer(content, theme, self.base_url)
+            checked = {lab.slug: check_lab(lab, i, self._computed_lab, lambda: renderer,
+                                           unfinished=loaded[lab.slug].lab is None)
+                       for i, lab in enumerate(content.labs)}
+        except ContentError as exc:  # a kind that raised instead of returning its problems, or a theme mistake
+            return problems + exc.diagnostics
+        problems = problems + [d for c in checked.values() for d in c.problems]
+        return site_problems(problems, source, loaded, renderer, {slug: c.files for slug, c in checked.items()},
+                             {path: page for c in checked.values() for path, page in c.links.items()})
 
     # -- render -----------------------------------------------------------------------
     def _load_theme(self, rescan: bool, content: Content) -> tuple[Theme, str]:
@@ -351,8 +389,11 @@ class SiteBuilder:
         """
         started = time.perf_counter()
         site_touched, theme_touched, slugs_touched = self._classify(changed)
-        content, entries = self._load(site_touched, slugs_touched, map_labs)
-        payloads, keys, computed = self._compute(entries, map_labs)
+        source, entries = self._load(site_touched, slugs_touched, map_labs)
+        content, problems = assemble_partial(source, [(e.lab or e.partial, e.diagnostics) for e in entries])
+        payloads, keys, computed, compute_problems = self._compute(entries, map_labs)
+        if problems or compute_problems:  # one report, labs build's
+            raise ContentError(self._every_problem(source, entries, problems, theme_touched))
         theme, theme_digest = self._load_theme(theme_touched, content)
         rendered, labs_changed, pages = self._render(content, payloads, keys, theme, theme_digest)
         problems = self._links.check(rendered.links, rendered.files, content)

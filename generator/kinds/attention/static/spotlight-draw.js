@@ -1,0 +1,80 @@
+/* The spotlight's pictures and the texts it computes: pure functions of numbers and sizes, with
+   no state and no page of their own. spotlight.js keeps the state and calls these from paint()
+   (its writes) and announce(). Bundled before it (file-name order): Labs.code.spotlightDraw. */
+(() => {
+  "use strict";
+  const set = (node, attr, value) => node.setAttribute(attr, value);
+
+  /** The `n` largest shares, as "cat 41%, mat 28%, on 12%" (ties: the larger weight, then the earlier word). */
+  function top(keys, pct, n, weights = pct, skip = []) {
+    return keys.map((k, j) => j).filter(j => !skip[j] && pct[j] > 0)
+      .sort((a, b) => pct[b] - pct[a] || weights[b] - weights[a] || a - b)
+      .slice(0, n).map(j => `${keys[j]} ${pct[j]}%`).join(", ");
+  }
+
+  /** A link from x1 to x2: an arc above the row of height H (a loop for the word itself), or a band down to the keys. */
+  function linkPath(x1, x2, cross, self, H) {
+    const top = (H - Math.min(H - 6, 16 + Math.abs(x2 - x1) * 0.32) * 4 / 3).toFixed(1);
+    if (self) return `M${x1 - 7} ${H}C${x1 - 15} ${H - 34} ${x1 + 15} ${H - 34} ${x1 + 7} ${H}`;
+    [x1, x2] = [x1.toFixed(1), x2.toFixed(1)];
+    return cross ? `M${x1} 0C${x1} 36 ${x2} 36 ${x2} 72` : `M${x1} ${H}C${x1} ${top} ${x2} ${top} ${x2} ${H}`;
+  }
+
+  /** One bar per key, as tall as its weight, on a canvas; the query's own bar in the focus colour
+      (qi = -1: none). colors: [accent, track, query], the page's CSS colours. */
+  function bars(canvas, weights, qi, colors) {
+    const ctx = canvas.getContext("2d"), [accent, track, query] = colors, W = canvas.width, H = canvas.height;
+    const bw = W / weights.length, gap = bw > 4 ? 1 : 0;
+    ctx.clearRect(0, 0, W, H);
+    ctx.fillStyle = track;
+    ctx.fillRect(0, H - 1, W, 1);
+    weights.forEach((w, j) => {
+      const hh = w > 0 ? Math.max(1, w * H) : 0;
+      ctx.fillStyle = j === qi ? query : accent;
+      ctx.fillRect(j * bw + gap / 2, H - hh, Math.max(1, bw - gap), hh);
+    });
+  }
+
+  /** The links from the query (view v: its q, weights, masked and hidden keys) to its keys, on the
+      paths made for them; geo: the words' centres (qc, kc) and the arcs' height (arcH). A link's
+      width and opacity grow with its weight; a masked, hidden or near-zero one is not drawn. */
+  function links(paths, v, geo) {
+    const from = geo.qc[v.q];
+    paths.forEach((p, j) => {
+      const to = geo.kc[j], w = v.weights[j], show = from && to && !v.masked[j] && !v.hidden[j] && w > 0.004;
+      set(p, "d", show ? linkPath(from[0], to[0], v.cross, !v.cross && j === v.q, geo.arcH) : "");
+      set(p, "stroke-width", (0.75 + 11 * w).toFixed(2));
+      set(p, "opacity", Math.min(1, 0.12 + 1.6 * w).toFixed(3));
+    });
+  }
+
+  /** The readout table for view v: its caption, a row per key ({tr, pct, fill, tag}) and the
+      footer (the total, and what the hidden special tokens take when they are hidden). */
+  function readout(caption, rows, foot, v) {
+    const { h, sum } = window.Labs.util, q = v.q;
+    caption.textContent = `Where “${v.word}” looks — ${v.name}` + (v.cross ? ", in the " + (v.S.key_label || "other sentence") : "") +
+      (v.real || v.scale ? "" : " (no ÷√d)");
+    rows.forEach((r, j) => {
+      const self = !v.cross && j === q;
+      r.pct.textContent = v.pct[j] + "%";
+      r.fill.style.width = (v.weights[j] * 100).toFixed(1) + "%";
+      r.tr.classList.toggle("is-query", self);
+      r.tr.classList.toggle("is-masked", !!v.masked[j]);
+      r.tag.textContent = v.masked[j] ? "masked" : self ? "itself" : "";
+    });
+    const hiddenNames = [...new Set(v.keys.filter((k, j) => v.hidden[j]))], hiddenPct = sum(v.pct.filter((p, j) => v.hidden[j]));
+    const row = (label, pct, cls) => h("tr", { class: cls }, [h("th", { scope: "row" }, [label]), h("td", { class: "sl-pct" }, [pct + "%"]), h("td")]);
+    foot.replaceChildren(...(hiddenNames.length ? [row("Shown", 100 - hiddenPct), row("Hidden " + hiddenNames.join(", "), hiddenPct, "sl-hidden-row")] : []),
+      row("Total", sum(v.pct), "sl-total"));
+  }
+
+  /** The quadratic cost of a designed head's sentence: nq queries over nk keys. */
+  function cost(nq, nk, cross, causal) {
+    const n2 = nq * nk;
+    return cross ? `${nq} queries × ${nk} keys → ${n2} scores; double both and it's 4× the scores (${4 * n2}).`
+      : `${nq} words → ${n2} scores; at 2× the words (${2 * nq}), 4× the scores (${4 * n2}).` +
+        (causal ? ` The causal mask keeps ${nq * (nq + 1) / 2} of them; the rest are never used.` : "");
+  }
+
+  ((window.Labs ||= {}).code ||= {}).spotlightDraw = Object.freeze({ top, linkPath, links, bars, readout, cost });
+})();
