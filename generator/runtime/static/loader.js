@@ -1,11 +1,17 @@
-/* Labs.runtime: loads a model's page files (pagefiles.py) and runs it, in a Worker when the page
- * may start one, else on the main thread in slices. docs/runtime.md has the whole API.
+/* Labs.runtime: loads a model's page files (pagefiles.py for an encoder, decoder.py for a decoder)
+ * and runs it, in a Worker when the page may start one, else on the main thread in slices.
+ * docs/runtime.md has the whole API.
  *
- *   Labs.runtime.describe(manifestSrc, {signal})     -> Promise<{totalBytes, model}>
+ *   Labs.runtime.describe(manifestSrc, {signal})     -> Promise<{totalBytes, model, architecture, …}>
+ *   Labs.runtime.tokenizer({manifestSrc, signal})    -> Promise<tokenizer>   (the tokenizer alone)
  *   Labs.runtime.load({manifestSrc, ids, onProgress, signal, worker}) -> Promise<model>
+ * An encoder (BERT):
  *   model.tokenizer.encode(text) -> {tokens, ids, …}   (static/wordpiece.js)
  *   model.run(ids)  -> Promise<{ids, n, layers, heads, d, attentions, hidden}>
- *   model.close()
+ * A decoder (Llama, static/decoder.js; its tokenizer static/bpe.js):
+ *   model.prefill(ids), model.step(id), model.next(), model.lens(position), model.attention(layer),
+ *   model.generate(options, onToken), model.reset(), model.cache(), model.ids()
+ * Both: model.close()
  *
  * Every file is a classic script that registers its value in Labs.runtimeData under its own file
  * name (no fetch: pages open from file://). The loader takes the value, deletes the key and removes
@@ -87,7 +93,7 @@
   // ---- decoding and checking -----------------------------------------------------------------
 
   var CRC_TABLE = null;
-  function crc32(bytes) {
+  function crc32(bytes, crc) {  // crc: the running value (start with -1); finish with (crc ^ -1) >>> 0
     if (!CRC_TABLE) {
       CRC_TABLE = new Int32Array(256);
       for (var n = 0; n < 256; n++) {
@@ -96,32 +102,50 @@
         CRC_TABLE[n] = c;
       }
     }
-    var crc = -1;
     for (var i = 0; i < bytes.length; i++) crc = CRC_TABLE[(crc ^ bytes[i]) & 255] ^ (crc >>> 8);
-    return (crc ^ -1) >>> 0;
+    return crc;
   }
 
   // base64 text -> exactly entry.bytes bytes at target (a Uint8Array of that length), checked.
-  function decodeInto(text, target, entry) {
+  // A generator: it yields after each piece of DECODE_PIECE characters (384 KB of bytes), so that
+  // an 8 MB shard is decoded and checked over 16 tasks of a few milliseconds each.
+  var DECODE_PIECE = 1 << 19;  // characters, a multiple of 4: pieces end on whole base64 quanta
+  function* decodeSteps(text, target, entry) {
     if (typeof text !== "string") throw corrupt(entry.src, "it holds no base64 text");
-    var written;
-    try {
-      if (target.setFromBase64) {
-        var result = target.setFromBase64(text);
-        if (result.read !== text.length) throw corrupt(entry.src, "it holds more bytes than the manifest lists");
-        written = result.written;
-      } else {
-        var binary = atob(text);
-        if (binary.length > target.length) throw corrupt(entry.src, "it holds more bytes than the manifest lists");
-        for (var i = 0; i < binary.length; i++) target[i] = binary.charCodeAt(i);
-        written = binary.length;
+    var written = 0, crc = -1;
+    for (var start = 0; start < text.length || start === 0; start += DECODE_PIECE) {
+      var piece = text.slice(start, start + DECODE_PIECE), room = target.subarray(written), got;
+      try {
+        if (room.setFromBase64) {
+          var result = room.setFromBase64(piece);
+          if (result.read !== piece.length) throw corrupt(entry.src, "it holds more bytes than the manifest lists");
+          got = result.written;
+        } else {
+          var binary = atob(piece);
+          if (binary.length > room.length) throw corrupt(entry.src, "it holds more bytes than the manifest lists");
+          for (var i = 0; i < binary.length; i++) room[i] = binary.charCodeAt(i);
+          got = binary.length;
+        }
+      } catch (error) {
+        if (error instanceof Error && /is corrupt/.test(error.message)) throw error;
+        throw corrupt(entry.src, "its base64 text is damaged");
       }
-    } catch (error) {
-      if (error instanceof Error && /is corrupt/.test(error.message)) throw error;
-      throw corrupt(entry.src, "its base64 text is damaged");
+      crc = crc32(target.subarray(written, written + got), crc);
+      written += got;
+      if (start + DECODE_PIECE < text.length) yield;
     }
     if (written !== entry.bytes) throw corrupt(entry.src, written + " bytes where the manifest lists " + entry.bytes);
-    if (crc32(target) !== entry.crc32) throw corrupt(entry.src, "its checksum does not match");
+    if ((crc ^ -1) >>> 0 !== entry.crc32) throw corrupt(entry.src, "its checksum does not match");
+  }
+
+  // Decodes one file's text into target, a piece per task.
+  function decodeInto(text, target, entry, check) {
+    var steps = decodeSteps(text, target, entry);
+    function piece() {
+      check();
+      if (!steps.next().done) return nextTask().then(piece);
+    }
+    return nextTask().then(piece);
   }
 
   // ---- the manifest --------------------------------------------------------------------------
@@ -136,16 +160,32 @@
     });
   }
 
+  function isDecoder(manifest) { return manifest.architecture === "llama"; }
+
   runtime.describe = function (manifestSrc, options) {
     return readManifest(manifestSrc, options && options.signal).then(function (m) {
-      return { totalBytes: m.manifest.load_bytes, model: m.manifest.model, config: m.manifest.spec.config,
-        licenseSrc: absolute(m.manifest.model.license_src, m.url) };
+      var manifest = m.manifest, tokenizer = manifest.tokenizer || manifest.vocab;
+      return { totalBytes: manifest.load_bytes, model: manifest.model, config: manifest.spec.config,
+        architecture: manifest.architecture || "bert", tokenizerBytes: tokenizer.size,
+        licenseSrc: absolute(manifest.model.license_src, m.url) };
+    });
+  };
+
+  // The model's tokenizer alone (its data script, without any weights): a decoder's byte-level
+  // BPE (static/bpe.js) or an encoder's WordPiece (static/wordpiece.js).
+  runtime.tokenizer = function (options) {
+    var signal = options && options.signal;
+    return readManifest(options.manifestSrc, signal).then(function (m) {
+      var entry = m.manifest.tokenizer || m.manifest.vocab;
+      return loadScript(absolute(entry.src, m.url), signal).then(function (data) {
+        return isDecoder(m.manifest) ? runtime.BPE(data) : runtime.WordPiece(data);
+      });
     });
   };
 
   // ---- the engine: a Worker, or the main thread ----------------------------------------------
 
-  function startWorker() {
+  function startWorker(source) {
     return new Promise(function (resolve) {
       var url, worker, timer;
       function give(w) {
@@ -155,7 +195,7 @@
         resolve(w);
       }
       try {
-        url = URL.createObjectURL(new Blob([runtime.engineSource], { type: "text/javascript" }));
+        url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
         worker = new Worker(url);
       } catch (error) {  // no Worker, or a CSP that forbids blob: workers and says so at once
         give(null);
@@ -167,8 +207,9 @@
     });
   }
 
-  // The engine inside a Worker: one message per call, answers matched by id.
-  function workerEngine(worker, spec, dense) {
+  // Calls into a Worker: one message per call, answers matched by id; a Worker that fails
+  // rejects every call still waiting, and every later one.
+  function messenger(worker) {
     var pending = {}, next = 1, broken = null;
     function fail(message) {
       broken = new Error(message);
@@ -186,22 +227,30 @@
       event.preventDefault();
       fail("The model stopped working" + (event.message ? ": " + event.message : "") + ".");
     };
-    function call(message, transfer) {
-      if (broken) return Promise.reject(broken);
-      return new Promise(function (resolve, reject) {
-        message.id = next++;
-        pending[message.id] = { resolve: resolve, reject: reject };
-        worker.postMessage(message, transfer || []);
-      });
-    }
-    return call({ op: "init", spec: spec, dense: dense }, [dense]).then(function () {
+    return {
+      call: function (message, transfer) {
+        if (broken) return Promise.reject(broken);
+        return new Promise(function (resolve, reject) {
+          message.id = next++;
+          pending[message.id] = { resolve: resolve, reject: reject };
+          worker.postMessage(message, transfer || []);
+        });
+      },
+      close: function () { fail("The model was closed."); worker.terminate(); },
+    };
+  }
+
+  // The encoder inside a Worker.
+  function workerEngine(worker, spec, dense) {
+    var link = messenger(worker);
+    return link.call({ op: "init", spec: spec, dense: dense }, [dense]).then(function () {
       return {
         mode: "worker",
         addShard: function (index, buffer, entry) {
           worker.postMessage({ op: "shard", index: index, buffer: buffer, count: entry.count, scalesOffset: entry.scales_offset }, [buffer]);
         },
-        run: function (ids) { return call({ op: "run", ids: ids }); },
-        close: function () { fail("The model was closed."); worker.terminate(); },
+        run: function (ids) { return link.call({ op: "run", ids: ids }); },
+        close: link.close,
       };
     });
   }
@@ -254,6 +303,19 @@
     });
   }
 
+  // Loads the tokenizer's script (its value handed to read, which returns a promise) and every
+  // chunk of weights into `buffer` at its offset, at most PARALLEL scripts at once; onLoaded(entry)
+  // after each file, for the progress bar.
+  function loadWeights(tokenizerEntry, read, chunks, buffer, base, signal, onLoaded) {
+    function check() { if (signal.aborted) throw aborted(signal); }
+    return eachLimited([tokenizerEntry].concat(chunks), PARALLEL, function (entry) {
+      return loadScript(absolute(entry.src, base), signal).then(function (value) {
+        if (entry === tokenizerEntry) return read(value).then(check);
+        return decodeInto(value, new Uint8Array(buffer, entry.offset, entry.bytes), entry, check);
+      }).then(function () { onLoaded(entry); });
+    });
+  }
+
   function shardsFor(manifest, ids) {
     var rows = manifest.spec.shard_rows, seen = {}, out = [];
     for (var i = 0; i < ids.length; i++) {
@@ -285,29 +347,30 @@
   }
 
   runtime.load = function (options) {
-    var inner = follow(options.signal), signal = inner.signal, onProgress = options.onProgress || function () {};
+    var inner = follow(options.signal);
+    return readManifest(options.manifestSrc, inner.signal).then(function (m) {
+      return isDecoder(m.manifest) ? loadDecoder(m, options, inner) : loadEncoder(m, options, inner);
+    }, function (error) { inner.abort(); throw error; });
+  };
+
+  function loadEncoder(m, options, inner) {
+    var signal = inner.signal, onProgress = options.onProgress || function () {};
     var firstIds = options.ids || [];
     var workerReady = null, engine = null;
     function check() { if (signal.aborted) throw aborted(signal); }
-    return readManifest(options.manifestSrc, signal).then(function (m) {
+    return Promise.resolve().then(function () {
       var manifest = m.manifest, base = m.url;
       var chunks = manifest.dense.chunks, first = shardsFor(manifest, firstIds);
       var total = manifest.load_bytes, loaded = 0;
       first.forEach(function (s) { total += manifest.shards[s].size; });
-      if (options.worker !== false) workerReady = startWorker();
+      if (options.worker !== false) workerReady = startWorker(runtime.engineSource);
       var dense = allocate(manifest.dense.bytes);
       onProgress(0, total);
-      var vocab = null, files = [manifest.vocab].concat(chunks);
-      return eachLimited(files, PARALLEL, function (entry) {
-        return loadScript(absolute(entry.src, base), signal).then(function (value) {
-          return nextTask().then(function () {  // one file decoded per task
-            check();
-            if (entry === manifest.vocab) vocab = value;
-            else decodeInto(value, new Uint8Array(dense, entry.offset, entry.bytes), entry);
-            loaded += entry.size;
-            onProgress(loaded, total);
-          });
-        });
+      var vocab = null;
+      function kept(value) { return nextTask().then(function () { vocab = value; }); }
+      return loadWeights(manifest.vocab, kept, chunks, dense, base, signal, function (entry) {
+        loaded += entry.size;
+        onProgress(loaded, total);
       }).then(function () {
         return workerReady || null;
       }).then(function (worker) {
@@ -330,7 +393,7 @@
       else if (workerReady) workerReady.then(function (w) { if (w) w.terminate(); });
       throw error;
     });
-  };
+  }
 
   function makeModel(manifest, base, engine, totalBytes) {
     var have = {}, queue = Promise.resolve(), config = manifest.spec.config;
@@ -342,10 +405,14 @@
         return loadScript(absolute(entry.src, base), inner.signal).then(function (text) {
           if (have[s]) return;
           var buffer = allocate(entry.bytes);
-          decodeInto(text, new Uint8Array(buffer), entry);
-          engine.addShard(s, buffer, entry);
-          have[s] = true;
-          if (onShard) onShard(entry);
+          return decodeInto(text, new Uint8Array(buffer), entry, function () {
+            if (inner.signal.aborted) throw aborted(inner.signal);
+          }).then(function () {
+            if (have[s]) return;
+            engine.addShard(s, buffer, entry);
+            have[s] = true;
+            if (onShard) onShard(entry);
+          });
         });
       }).catch(function (error) { inner.abort(); throw error; });
     }
@@ -371,6 +438,272 @@
         queue = result.catch(function () {});
         return result;
       },
+      close: function () { engine.close(); },
+    };
+  }
+
+  // ---- a decoder -------------------------------------------------------------------------------
+
+  var PREFILL_CHUNK = 8;  // prompt tokens per forward call: a newer prompt takes over after at most this many
+
+  // Turns an out-of-memory failure of the engine into the plain message.
+  function plainFailure(error) {
+    if (error instanceof RangeError && /alloc|memory|buffer/i.test(error.message)) {
+      throw new Error("There is not enough memory to run the model.");
+    }
+    throw error;
+  }
+
+  // The decoder inside a Worker: every call a message, answered {value, length, cache}.
+  function decoderWorker(worker, spec, weights) {
+    var link = messenger(worker);
+    return link.call({ op: "init", spec: spec, buffer: weights }, [weights]).then(function () {
+      return {
+        mode: "worker",
+        call: function (op, args) {
+          var message = { op: op };
+          for (var key in args) message[key] = args[key];
+          return link.call(message);
+        },
+        close: link.close,
+      };
+    });
+  }
+
+  // The decoder on this thread: building the model, every forward pass, lens and attention replay
+  // advance in slices of SLICE_MS; the short calls run in one task each.
+  function decoderMain(spec, weights) {
+    var E = runtime.decoderEngine(null, false), closed = false;
+    function stopped() { return closed; }
+    return sliced(E.modelSteps(spec, weights), stopped).then(function (model) {
+      function answer(value) { return { value: value, length: model.length, cache: E.cacheBytes(model) }; }
+      var long = {
+        forward: function (a) { return E.forward(model, a.ids, { logits: a.logits }); },
+        lens: function (a) { return E.lens(model, a.position); },
+        attention: function (a) { return E.attention(model, a.layer); },
+      };
+      var short = {
+        truncate: function (a) { E.truncate(model, a.n); return null; },
+        probs: function () { return E.probabilities(model); },
+        sample: function (a) { return E.sample(model, a.options, a.u); },
+      };
+      return {
+        mode: "main",
+        call: function (op, args) {
+          if (closed) return Promise.reject(new Error("The model was closed."));
+          if (long[op]) return sliced(long[op](args), stopped).then(answer, plainFailure);
+          return nextTask().then(function () { return answer(short[op](args)); }).catch(plainFailure);
+        },
+        close: function () { closed = true; },
+      };
+    });
+  }
+
+  // Loads every weight shard (the whole model: the unembedding reads every token's row) and the
+  // tokenizer, then starts the engine.
+  function loadDecoder(m, options, inner) {
+    var signal = inner.signal, onProgress = options.onProgress || function () {}, manifest = m.manifest;
+    var workerReady = null, engine = null;
+    function check() { if (signal.aborted) throw aborted(signal); }
+    return Promise.resolve().then(function () {
+      var total = manifest.load_bytes, loaded = 0, tokenizer = null;
+      if (options.worker !== false) workerReady = startWorker(runtime.decoderSource);
+      var weights = allocate(manifest.spec.bytes);
+      onProgress(0, total);
+      function build(value) {  // the tokenizer's tables, built here on this thread, in slices
+        return sliced(runtime.BPE.steps(value), function () { return false; }).then(function (t) { tokenizer = t; });
+      }
+      return loadWeights(manifest.tokenizer, build, manifest.shards, weights, m.url, signal, function (entry) {
+        loaded += entry.size;
+        onProgress(loaded, total);
+      }).then(function () {
+        return workerReady || null;
+      }).then(function (worker) {
+        check();
+        return worker ? decoderWorker(worker, manifest.spec, weights) : decoderMain(manifest.spec, weights);
+      }).then(function (e) {
+        engine = e;
+        check();
+        return makeDecoder(manifest, engine, tokenizer, total);
+      });
+    }).catch(function (error) {
+      inner.abort();
+      if (engine) engine.close();
+      else if (workerReady) workerReady.then(function (w) { if (w) w.terminate(); });
+      throw error;
+    });
+  }
+
+  // mulberry32, as the sampling lab and generator/models/sampling.py draw: the next unsigned
+  // 32-bit output for `seed`.
+  function mulberry32(seed) {
+    var a = seed | 0;
+    return function () {
+      a = a + 0x6D2B79F5 | 0;
+      var t = Math.imul(a ^ a >>> 15, a | 1);
+      t = t + Math.imul(t ^ t >>> 7, t | 61) ^ t;
+      return (t ^ t >>> 14) >>> 0;
+    };
+  }
+
+  function makeDecoder(manifest, engine, tokenizer, totalBytes) {
+    var config = manifest.spec.config, V = config.vocab_size, limit = config.max_positions;
+    var queue = Promise.resolve(), held = [], hasLogits = false, latest = null;
+    var cache = { positions: 0, bytes: 0, capacity: 0, reserved: 0 };
+
+    // Calls run one after another, in the order asked.
+    function enqueue(job) {
+      var result = queue.then(job);
+      queue = result.catch(function () {});
+      return result;
+    }
+    function call(op, args) {
+      return engine.call(op, args || {}).then(function (answer) { cache = answer.cache; return answer.value; });
+    }
+    function checked(ids, more) {
+      ids = Array.prototype.slice.call(ids);
+      for (var i = 0; i < ids.length; i++) {
+        if (!(ids[i] >= 0 && ids[i] < V && ids[i] === Math.floor(ids[i]))) throw new Error("Token id " + ids[i] + " is outside the model's vocabulary.");
+      }
+      var n = ids.length + (more || 0);
+      if (n < 1 || n > limit) throw new Error("The model reads 1 to " + limit + " tokens, not " + n + ".");
+      return ids;
+    }
+    function replaced() { return new DOMException("A newer prompt replaced this one.", "AbortError"); }
+    function noPrompt() { return new Error("There is no prompt yet: run one first."); }
+
+    function prefill(ids) {
+      var ticket = {};
+      try { ids = checked(ids); } catch (error) { return Promise.reject(error); }
+      latest = ticket;
+      return enqueue(function () {
+        if (latest !== ticket) throw replaced();
+        var keep = 0;
+        while (keep < held.length && keep < ids.length && held[keep] === ids[keep]) keep++;
+        if (keep === ids.length && keep === held.length && hasLogits) return { length: keep, reused: keep };
+        if (keep === ids.length) keep--;  // the last token runs again: its logits are the answer
+        var reused = keep;
+        function run() {
+          if (held.length === ids.length) return { length: held.length, reused: reused };
+          if (latest !== ticket) throw replaced();
+          var piece = ids.slice(held.length, held.length + PREFILL_CHUNK), last = held.length + piece.length === ids.length;
+          hasLogits = false;
+          return call("forward", { ids: piece, logits: last }).then(function () {
+            held.push.apply(held, piece);
+            hasLogits = last;
+            return run();
+          });
+        }
+        if (keep === held.length) return run();
+        return call("truncate", { n: keep }).then(function () {
+          held.length = keep;
+          hasLogits = false;
+          return run();
+        });
+      });
+    }
+
+    // Samples up to options.n tokens after the sequence, as generator/models/sampling.py does:
+    // step i draws with output i of mulberry32(seed). Each token is stepped into the sequence;
+    // a special token (<|im_end|> …) ends the text after itself and is not stepped.
+    function generate(options, onToken) {
+      options = options || {};
+      var n = options.n, signal = options.signal, random = mulberry32(options.seed || 0);
+      var draw = { temperature: options.temperature === undefined ? 1 : options.temperature,
+        topK: options.topK || 0, topP: options.topP === undefined ? 100 : options.topP };
+      if (!(n >= 1 && n === Math.floor(n))) return Promise.reject(new Error("generate needs n, a whole number of tokens of at least 1."));
+      if (!(draw.temperature >= 0)) return Promise.reject(new Error("The temperature must be 0 (greedy) or more."));
+      if (!(draw.topP >= 1 && draw.topP <= 100 && draw.topP === Math.floor(draw.topP))) {
+        return Promise.reject(new Error("top-p is a whole percentage from 1 to 100."));
+      }
+      var special = tokenizer ? tokenizer.special : [];
+      return enqueue(function () {
+        if (!hasLogits) throw noPrompt();
+        var generated = [];
+        function result(stopped) {
+          return { ids: generated, text: tokenizer ? tokenizer.decode(generated) : null, stopped: stopped };
+        }
+        function next(k) {
+          if (k === n) return result("length");
+          if (signal && signal.aborted) throw aborted(signal);
+          return call("sample", { options: draw, u: random() }).then(function (r) {
+            generated.push(r.id);
+            if (onToken) {
+              onToken({ index: k, id: r.id, token: tokenizer ? tokenizer.token(r.id) : null,
+                text: tokenizer ? tokenizer.decode(generated) : null, probability: r.probability, share: r.share });
+            }
+            if (special.indexOf(r.id) >= 0) return result(tokenizer.token(r.id));
+            if (held.length >= limit) return result("context");
+            return call("forward", { ids: [r.id], logits: true }).then(function () {
+              held.push(r.id);
+              hasLogits = true;
+              return next(k + 1);
+            });
+          });
+        }
+        return next(0);
+      });
+    }
+
+    return {
+      totalBytes: totalBytes,
+      config: config,
+      mode: engine.mode,
+      model: manifest.model,
+      tokenizer: tokenizer,
+      // The sequence becomes `ids`: the cache keeps the longest common prefix and runs the rest
+      // (PREFILL_CHUNK tokens per call). A later prefill replaces one not yet done, which then
+      // rejects with an AbortError: call it on every keystroke.
+      prefill: prefill,
+      // Appends one token (e.g. the one sampled) to the sequence.
+      step: function (id) {
+        var ids;
+        try { ids = checked([id], held.length); } catch (error) { return Promise.reject(error); }
+        return enqueue(function () {
+          return call("forward", { ids: ids, logits: true }).then(function () {
+            held.push(ids[0]);
+            hasLogits = true;
+            return { length: held.length };
+          });
+        });
+      },
+      // Float32Array [V]: the probability of each token coming next.
+      next: function () {
+        return enqueue(function () {
+          if (!hasLogits) throw noPrompt();
+          return call("probs");
+        });
+      },
+      // The logit lens at `position` (default: the last): {position, layers: L + 1, vocab: V,
+      // probabilities: Float32Array [(L+1)·V]}, row 0 the embedding alone, row l after layer l.
+      lens: function (position) {
+        return enqueue(function () {
+          var p = position === undefined ? held.length - 1 : position;
+          return call("lens", { position: p }).then(function (probabilities) {
+            return { position: p, layers: config.n_layers + 1, vocab: V, probabilities: probabilities };
+          });
+        });
+      },
+      // {layer, heads, n, weights: Float32Array [heads·n·n]}: weight of position j for position i
+      // in head h at [(h·n + i)·n + j], zero for j > i.
+      attention: function (layer) {
+        return enqueue(function () {
+          var n = held.length;
+          return call("attention", { layer: layer }).then(function (weights) {
+            return { layer: layer, heads: config.n_heads, n: n, weights: weights };
+          });
+        });
+      },
+      generate: generate,
+      reset: function () {
+        latest = null;
+        return enqueue(function () {
+          return call("truncate", { n: 0 }).then(function () { held = []; hasLogits = false; });
+        });
+      },
+      ids: function () { return held.slice(); },
+      // {positions, bytes, capacity, reserved}: what the KV cache holds and has room for.
+      cache: function () { return { positions: cache.positions, bytes: cache.bytes, capacity: cache.capacity, reserved: cache.reserved }; },
       close: function () { engine.close(); },
     };
   }
