@@ -27,7 +27,7 @@ from test_bpe import generated_strings
 from test_llama import prompts
 from test_runtime_browser import CANCEL, CSP, CSP_WORKERS, NOT_LOADED, Page, _server, floats
 
-from generator.kinds.sampling import decoding
+from generator.models import decoding
 from generator.models import bpe, llama
 from generator.runtime import decoder
 from generator.runtime.pagefiles import PageFiles, write_page_files
