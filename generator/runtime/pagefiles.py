@@ -19,8 +19,10 @@ element. The files (all in one folder; names fingerprinted):
 * ``model-vocab.<hash>.js`` — the tokenizer's data (:func:`generator.runtime.vocab.tokenizer_data`);
 * ``model-license.<hash>.txt`` — the bundle's LICENSE, for the page to link to;
 * ``runtime.<hash>.js`` — the code: ``static/forward.js``, ``static/wordpiece.js``,
-  ``static/bpe.js``, ``static/decoder.js`` and ``static/loader.js``, minified: one runtime for
-  both models (:mod:`generator.runtime.decoder` writes a decoder's files).
+  ``static/bpe.js``, ``static/decoder-kernels.js``, ``static/decoder-sampling.js``,
+  ``static/decoder.js``, ``static/loader.js``, ``static/loader-encoder.js`` and
+  ``static/loader-decoder.js``, minified: one runtime for both models
+  (:mod:`generator.runtime.decoder` writes a decoder's files).
 
 Base64 in a string literal is the encoding: measured on all-MiniLM-L6-v2, its gzip is 5% above
 gzip of the raw bytes, while one character per byte (any mapping of bytes to characters) is 13-20%
@@ -50,7 +52,8 @@ CHUNK_BYTES = 1 << 20
 # at the median, 31 at most: 0.7-1.1 MB. Common words have neighbouring ids and share shards.
 SHARD_ROWS = 64
 STATIC = Path(__file__).resolve().parent / "static"
-CODE_FILES = ("forward.js", "wordpiece.js", "bpe.js", "decoder.js", "loader.js")  # concatenated in this order into runtime.<hash>.js
+CODE_FILES = ("forward.js", "wordpiece.js", "bpe.js", "decoder-kernels.js", "decoder-sampling.js", "decoder.js", "loader.js",
+              "loader-encoder.js", "loader-decoder.js")  # concatenated in this order into runtime.<hash>.js
 WORD_TENSORS = ("embeddings.word.q", "embeddings.word.scales")
 
 

@@ -1,9 +1,10 @@
 /* A Llama decoder's forward pass over the GGUF's quantized blocks, with a KV cache: the page's
  * SmolLM2-135M (generator/runtime/decoder.py writes its files).
  *
- * The whole engine is the one function `decoderEngine` below. It touches nothing outside itself,
- * so its source text can become a Worker (the loader puts `(decoderEngine)(self, true)` in a blob:
- * URL) and the same function runs on the main thread when no Worker may be started.
+ * The whole engine is the one function `decoderEngine` below, handed its kernels
+ * (static/decoder-kernels.js) and its sampler (static/decoder-sampling.js). None of the three
+ * touches anything outside itself, so their source text becomes a Worker (Labs.runtime.decoderSource
+ * in a blob: URL) and the same functions run on the main thread when no Worker may be started.
  *
  *   x = E[id]                                          E: token embeddings [V, d], Q8_0
  *   per layer (L of them), for the new positions p:
@@ -20,30 +21,20 @@
  * rotation, of adjacent dimensions (2i, 2i+1), computes what the checkpoint's rotation of
  * (i, i + hd/2) did. Rotating the other pairs here would still run, and be wrong.
  *
- * The weights stay as the GGUF stores them, and the kernels unpack them as they go (ggml-common.h):
- *   Q4_1 block of 32 weights, 20 bytes: float16 d, float16 m, 16 bytes q, weight j the low nibble
- *        of byte j and weight j+16 its high nibble; w = d·q + m, so a block's share of a dot
- *        product is d·Σ q·x + m·Σ x, and Σ x per block is summed once per input vector;
- *   Q8_0 block of 32, 34 bytes: float16 d, 32 int8 q; w = d·q.
- * A Q4_1 block is read as five 32-bit words (d and m in the first), four bytes at a time. Sums
- * run in float64 over float64 activations; the cache holds float32 keys and values. Keeping the
- * 4-bit blocks reads 97 MB per token where float32 weights would read 540 MB (and hold them).
+ * The weights stay as the GGUF stores them (Q4_1 layers, Q8_0 token embeddings, F32 norms), and
+ * the kernels unpack them as they go. Sums run in float64 over float64 activations; the cache holds
+ * float32 keys and values. Keeping the 4-bit blocks reads 97 MB per token where float32 weights
+ * would read 540 MB (and hold them).
  */
 (function (root) {
   "use strict";
 
-  function decoderEngine(scope, inWorker) {
+  // K: static/decoder-kernels.js's decoderKernels(); S: static/decoder-sampling.js's decoderSampling().
+  function decoderEngine(scope, inWorker, K, S) {
     "use strict";
-
-    // ---- numbers -----------------------------------------------------------------------------
-
-    // IEEE half -> number, for all 65,536 bit patterns: the kernels look a block's scale up.
-    var HALF = new Float64Array(65536);
-    for (var h = 0; h < 65536; h++) {
-      var sign = h & 0x8000 ? -1 : 1, e = (h >> 10) & 31, m = h & 1023;
-      HALF[h] = e === 0 ? sign * m * 5.960464477539063e-8 : e === 31 ? (m ? NaN : sign * Infinity)
-        : sign * (1024 + m) * Math.pow(2, e - 25);
-    }
+    var LUT_MAX_COLS = K.LUT_MAX_COLS, blockSums = K.blockSums, q41Row = K.q41Row, q41Table = K.q41Table,
+      q41Rows = K.q41Rows, q80Row = K.q80Row, q80Unpack = K.q80Unpack, buildTable = K.buildTable, rmsNorm = K.rmsNorm,
+      rope = K.rope;
 
     // ---- weights -------------------------------------------------------------------------------
 
@@ -83,141 +74,6 @@
 
     function createModel(spec, buffer) { return runToEnd(modelSteps(spec, buffer)); }
 
-    // ---- the kernels -----------------------------------------------------------------------------
-
-    // Σ x over each block of 32 of each row: x [n, cols] -> sums [n, cols/32].
-    function blockSums(x, n, cols, sums) {
-      var B = cols >> 5;
-      for (var r = 0; r < n; r++) {
-        for (var b = 0; b < B; b++) {
-          var at = r * cols + b * 32, s = 0;
-          for (var j = 0; j < 32; j++) s += x[at + j];
-          sums[r * B + b] = s;
-        }
-      }
-    }
-
-    // One row: y[o] = Σ_b d·Σ_j q·x + m·Σ x for outputs [o0, o1) of a Q4_1 matrix W [rows, cols].
-    // Each 32-bit word holds bytes j..j+3 of a block: weights j..j+3 in its low nibbles, j+16..j+19
-    // in its high ones.
-    function q41Row(W, x, xs, y, o0, o1) {
-      var words = W.words, B = W.cols >> 5;
-      for (var o = o0; o < o1; o++) {
-        var at = o * B * 5, acc = 0;
-        for (var b = 0, xi = 0; b < B; b++, xi += 32, at += 5) {
-          var dm = words[at], w0 = words[at + 1], w1 = words[at + 2], w2 = words[at + 3], w3 = words[at + 4];
-          var lo = x[xi] * (w0 & 15) + x[xi + 1] * ((w0 >>> 8) & 15) + x[xi + 2] * ((w0 >>> 16) & 15) + x[xi + 3] * ((w0 >>> 24) & 15)
-            + x[xi + 4] * (w1 & 15) + x[xi + 5] * ((w1 >>> 8) & 15) + x[xi + 6] * ((w1 >>> 16) & 15) + x[xi + 7] * ((w1 >>> 24) & 15)
-            + x[xi + 8] * (w2 & 15) + x[xi + 9] * ((w2 >>> 8) & 15) + x[xi + 10] * ((w2 >>> 16) & 15) + x[xi + 11] * ((w2 >>> 24) & 15)
-            + x[xi + 12] * (w3 & 15) + x[xi + 13] * ((w3 >>> 8) & 15) + x[xi + 14] * ((w3 >>> 16) & 15) + x[xi + 15] * ((w3 >>> 24) & 15);
-          var hi = x[xi + 16] * ((w0 >>> 4) & 15) + x[xi + 17] * ((w0 >>> 12) & 15) + x[xi + 18] * ((w0 >>> 20) & 15) + x[xi + 19] * (w0 >>> 28)
-            + x[xi + 20] * ((w1 >>> 4) & 15) + x[xi + 21] * ((w1 >>> 12) & 15) + x[xi + 22] * ((w1 >>> 20) & 15) + x[xi + 23] * (w1 >>> 28)
-            + x[xi + 24] * ((w2 >>> 4) & 15) + x[xi + 25] * ((w2 >>> 12) & 15) + x[xi + 26] * ((w2 >>> 20) & 15) + x[xi + 27] * (w2 >>> 28)
-            + x[xi + 28] * ((w3 >>> 4) & 15) + x[xi + 29] * ((w3 >>> 12) & 15) + x[xi + 30] * ((w3 >>> 20) & 15) + x[xi + 31] * (w3 >>> 28);
-          acc += HALF[dm & 0xFFFF] * (lo + hi) + HALF[dm >>> 16] * xs[b];
-        }
-        y[o] = acc;
-      }
-    }
-
-    // One row through a table: for an input vector x, table[(b·16 + j)·256 + byte] holds what
-    // byte j of block b adds to Σ q·x, (byte & 15)·x[32b + j] + (byte >> 4)·x[32b + j + 16], so a
-    // block costs 16 lookups instead of 32 unpacked multiply-adds. Building it (4,096 entries per
-    // block) pays off when several matrices read the same x (q, k and v; gate and up) and the
-    // table stays in a core's cache (LUT_MAX_COLS).
-    var LUT_MAX_COLS = 576;  // a 590 KB table; for ffn_down's 1,536 inputs (1.6 MB) the plain kernel is faster
-    function buildTable(x, cols, table) {
-      for (var b = 0, B = cols >> 5; b < B; b++) {
-        for (var j = 0; j < 16; j++) {
-          var low = x[b * 32 + j], high = x[b * 32 + j + 16], base = (b * 16 + j) * 256;
-          for (var hn = 0; hn < 16; hn++) {
-            var h = hn * high, at = base + hn * 16;
-            for (var ln = 0; ln < 16; ln++) table[at + ln] = ln * low + h;
-          }
-        }
-      }
-    }
-
-    function q41Table(W, table, xs, y, o0, o1) {
-      var words = W.words, B = W.cols >> 5;
-      for (var o = o0; o < o1; o++) {
-        var at = o * B * 5, acc = 0;
-        for (var b = 0, t = 0; b < B; b++, at += 5, t += 4096) {
-          var dm = words[at], w0 = words[at + 1], w1 = words[at + 2], w2 = words[at + 3], w3 = words[at + 4];
-          var s = table[t + (w0 & 255)] + table[t + 256 + ((w0 >>> 8) & 255)] + table[t + 512 + ((w0 >>> 16) & 255)] + table[t + 768 + (w0 >>> 24)]
-            + table[t + 1024 + (w1 & 255)] + table[t + 1280 + ((w1 >>> 8) & 255)] + table[t + 1536 + ((w1 >>> 16) & 255)] + table[t + 1792 + (w1 >>> 24)]
-            + table[t + 2048 + (w2 & 255)] + table[t + 2304 + ((w2 >>> 8) & 255)] + table[t + 2560 + ((w2 >>> 16) & 255)] + table[t + 2816 + (w2 >>> 24)]
-            + table[t + 3072 + (w3 & 255)] + table[t + 3328 + ((w3 >>> 8) & 255)] + table[t + 3584 + ((w3 >>> 16) & 255)] + table[t + 3840 + (w3 >>> 24)];
-          acc += HALF[dm & 0xFFFF] * s + HALF[dm >>> 16] * xs[b];
-        }
-        y[o] = acc;
-      }
-    }
-
-    // Several rows: the 32 weights of a block unpacked once into q, then dotted with every row, so
-    // that a prompt of n tokens unpacks each weight once per four rows, not once per row.
-    var Q = new Float64Array(32);
-    function q41Rows(W, x, xs, n, y, o0, o1) {
-      var words = W.words, cols = W.cols, B = cols >> 5, O = W.rows;
-      for (var r = 0; r < n; r += 4) {
-        var r1 = r + 1 < n ? r + 1 : r, r2 = r + 2 < n ? r + 2 : r, r3 = r + 3 < n ? r + 3 : r;
-        var a0 = r * cols, a1 = r1 * cols, a2 = r2 * cols, a3 = r3 * cols;
-        for (var o = o0; o < o1; o++) {
-          var at = o * B * 5, c0 = 0, c1 = 0, c2 = 0, c3 = 0;
-          for (var b = 0; b < B; b++, at += 5) {
-            for (var k = 0; k < 4; k++) {
-              var w = words[at + 1 + k], j = 4 * k;
-              Q[j] = w & 15; Q[j + 1] = (w >>> 8) & 15; Q[j + 2] = (w >>> 16) & 15; Q[j + 3] = (w >>> 24) & 15;
-              Q[j + 16] = (w >>> 4) & 15; Q[j + 17] = (w >>> 12) & 15; Q[j + 18] = (w >>> 20) & 15; Q[j + 19] = w >>> 28;
-            }
-            var s0 = 0, s1 = 0, s2 = 0, s3 = 0, xb = b * 32;
-            for (var i = 0; i < 32; i++) {
-              var qi = Q[i];
-              s0 += qi * x[a0 + xb + i]; s1 += qi * x[a1 + xb + i]; s2 += qi * x[a2 + xb + i]; s3 += qi * x[a3 + xb + i];
-            }
-            var dm = words[at], dd = HALF[dm & 0xFFFF], mm = HALF[dm >>> 16];
-            c0 += dd * s0 + mm * xs[r * B + b]; c1 += dd * s1 + mm * xs[r1 * B + b];
-            c2 += dd * s2 + mm * xs[r2 * B + b]; c3 += dd * s3 + mm * xs[r3 * B + b];
-          }
-          y[r * O + o] = c0;
-          if (r1 !== r) y[r1 * O + o] = c1;
-          if (r2 !== r) y[r2 * O + o] = c2;
-          if (r3 !== r) y[r3 * O + o] = c3;
-        }
-      }
-    }
-
-    // y[o] = Σ_b d·Σ_j q·x for outputs [o0, o1) of a Q8_0 matrix [rows, cols], one input row.
-    // A block is 17 16-bit words: d, then 16 words of two int8 each (low byte first).
-    function q80Row(E, x, y, o0, o1) {
-      var halves = E.halves, B = E.cols >> 5;
-      for (var o = o0; o < o1; o++) {
-        var at = o * B * 17, acc = 0;
-        for (var b = 0, xi = 0; b < B; b++, xi += 32, at += 17) {
-          var s = 0;
-          for (var j = 0; j < 16; j++) {
-            var v = halves[at + 1 + j];
-            s += x[xi + 2 * j] * ((v << 24) >> 24) + x[xi + 2 * j + 1] * (v >> 8);
-          }
-          acc += HALF[halves[at] & 0xFFFF] * s;
-        }
-        y[o] = acc;
-      }
-    }
-
-    // Row `id` of a Q8_0 matrix, as numbers: a token's embedding.
-    function q80Unpack(E, id, out, at) {
-      var halves = E.halves, B = E.cols >> 5, base = id * B * 17;
-      for (var b = 0; b < B; b++) {
-        var d = HALF[halves[base + b * 17] & 0xFFFF];
-        for (var j = 0; j < 16; j++) {
-          var v = halves[base + b * 17 + 1 + j];
-          out[at + b * 32 + 2 * j] = d * ((v << 24) >> 24);
-          out[at + b * 32 + 2 * j + 1] = d * (v >> 8);
-        }
-      }
-    }
-
     // About a million multiply-adds between two pauses: ~1 ms at full speed, a few ms on a phone.
     var STEP_WORK = 1 << 20;
 
@@ -239,31 +95,6 @@
       if (n !== 1 || cols > LUT_MAX_COLS) return null;
       buildTable(x, cols, table);
       return table;
-    }
-
-    function rmsNorm(x, n, d, g, eps, out) {  // rows of x [n, d] -> out [n, d] (may be x)
-      for (var r = 0; r < n; r++) {
-        var at = r * d, ss = 0, i;
-        for (i = 0; i < d; i++) ss += x[at + i] * x[at + i];
-        var inv = 1 / Math.sqrt(ss / d + eps);
-        for (i = 0; i < d; i++) out[at + i] = x[at + i] * inv * g[i];
-      }
-    }
-
-    // Rotates each head's pairs (2i, 2i+1) of rows [n, heads·hd] at positions p0.. by p·θᵢ.
-    function rope(x, n, heads, hd, p0, theta) {
-      var half = hd >> 1, width = heads * hd;
-      for (var r = 0; r < n; r++) {
-        var p = p0 + r;
-        for (var i = 0; i < half; i++) {
-          var angle = p * Math.pow(theta, -2 * i / hd), c = Math.cos(angle), s = Math.sin(angle);
-          for (var hh = 0; hh < heads; hh++) {
-            var at = r * width + hh * hd + 2 * i, a = x[at], b = x[at + 1];
-            x[at] = a * c - b * s;
-            x[at + 1] = a * s + b * c;
-          }
-        }
-      }
     }
 
     // ---- the cache -------------------------------------------------------------------------------
@@ -433,7 +264,7 @@
     }
 
     // softmax(logits) as float32 [V], summed in float64.
-    function softmax(logits) { return Float32Array.from(softmax64(logits, 1)); }
+    function softmax(logits) { return Float32Array.from(S.softmax64(logits, 1)); }
 
     function probabilities(model) {
       if (!model.logits) throw new Error("There is no prompt yet: run one first.");
@@ -489,85 +320,9 @@
       return out;
     }
 
-    // ---- sampling ------------------------------------------------------------------------------
-
-    // One step of a seeded generation, as generator/models/sampling.py defines it:
-    //   temperature 0: the most likely token (the lower id among equals), nothing drawn;
-    //   else softmax(logits / temperature) in float64 as whole parts of PARTS (largest remainder,
-    //   ties to the lower id), top-k then top-p (a whole percentage) on those parts by the sampling
-    //   lab's integer rules, and u (one 32-bit output of mulberry32) picks the first id whose
-    //   running total of parts exceeds floor(u·total / 2^32).
-    // Returns {id, probability (the model's, temperature 1, nothing cut), share (of the parts drawn from)}.
-    var PARTS = 2097152;  // 2^21: u·total stays an exact integer in a double
-    function sample(model, options, u) {
+    function sample(model, options, u) {  // one step of a seeded generation (decoder-sampling.js)
       if (!model.logits) throw new Error("There is no prompt yet: run one first.");
-      var logits = model.logits, V = logits.length, p = probabilities(model), i;
-      var temperature = options.temperature === undefined ? 1 : options.temperature;
-      if (!(temperature > 0)) {
-        var best = 0;
-        for (i = 1; i < V; i++) if (logits[i] > logits[best]) best = i;
-        return { id: best, probability: p[best], share: 1 };
-      }
-      var parts = cut(wholeParts(softmax64(logits, temperature), PARTS), options.topK || 0, options.topP || 100);
-      var total = 0;
-      for (i = 0; i < V; i++) total += parts[i];
-      var r = Math.floor(u * total / 4294967296), run = 0, id = V - 1;
-      for (i = 0; i < V; i++) {
-        run += parts[i];
-        if (run > r) { id = i; break; }
-      }
-      return { id: id, probability: p[id], share: parts[id] / total };
-    }
-
-    function softmax64(logits, temperature) {  // float64 [V], the maximum subtracted
-      var V = logits.length, z = new Float64Array(V), peak = -Infinity, total = 0, i;
-      for (i = 0; i < V; i++) { z[i] = logits[i] / temperature; if (z[i] > peak) peak = z[i]; }
-      for (i = 0; i < V; i++) { z[i] = Math.exp(z[i] - peak); total += z[i]; }
-      for (i = 0; i < V; i++) z[i] /= total;
-      return z;
-    }
-
-    // Whole numbers proportional to x adding up to total: floor, then one more to the largest
-    // remainders (ties: the lower index).
-    function wholeParts(x, total) {
-      var V = x.length, whole = 0, i, out = new Float64Array(V), rest = new Float64Array(V), given = 0;
-      for (i = 0; i < V; i++) whole += x[i];
-      for (i = 0; i < V; i++) { var raw = x[i] * total / whole; out[i] = Math.floor(raw); rest[i] = raw - out[i]; given += out[i]; }
-      var more = largest(rest, total - given);
-      for (i = 0; i < V; i++) if (more[i]) out[i] += 1;
-      return out;
-    }
-
-    // Which `count` entries of w are the largest (ties: the lower index first), as flags: the
-    // count-th largest value t found by a numeric sort of a copy, then every entry above t and
-    // the first ones equal to t. The same set as a stable sort by value would give, faster than
-    // a sort with a comparator over 49,152 entries.
-    function largest(w, count) {
-      var V = w.length, flags = new Uint8Array(V), i;
-      if (count <= 0) return flags;
-      if (count >= V) { flags.fill(1); return flags; }
-      var sorted = Float64Array.from(w).sort(), t = sorted[V - count], above = 0;
-      for (i = 0; i < V; i++) if (w[i] > t) { flags[i] = 1; above++; }
-      for (i = 0; i < V && above < count; i++) if (w[i] === t) { flags[i] = 1; above++; }
-      return flags;
-    }
-
-    // Top-k (0: off), then top-p (a whole percentage, 100: off) on what top-k kept: in rank order a
-    // token stays while the tokens ranked above it hold less than p percent. Cut tokens weigh 0.
-    function cut(w, k, pPercent) {
-      var V = w.length, i, keep;
-      if (k > 0 && k < V) {
-        keep = largest(w, k);
-        for (i = 0; i < V; i++) if (!keep[i]) w[i] = 0;
-      }
-      if (pPercent < 100) {
-        var total = 0, before = 0, count = 0, values = Float64Array.from(w).sort().reverse();
-        for (i = 0; i < V; i++) total += w[i];
-        while (count < V && 100 * before < pPercent * total) before += values[count++];
-        keep = largest(w, count);
-        for (i = 0; i < V; i++) if (!keep[i]) w[i] = 0;
-      }
-      return w;
+      return S.sample(model.logits, options, u);
     }
 
     function runToEnd(steps) {
@@ -579,7 +334,7 @@
 
     var api = { createModel: createModel, modelSteps: modelSteps, forward: forward, forwardSteps: forwardSteps,
       truncate: truncate, probabilities: probabilities, softmax: softmax, lens: lensSteps, attention: attentionSteps,
-      sample: sample, cacheBytes: cacheBytes, runToEnd: runToEnd, HALF: HALF };
+      sample: sample, cacheBytes: cacheBytes, runToEnd: runToEnd };
 
     // ---- inside a Worker: the loader's messages ------------------------------------------------
     // On start -> {op: "hello"}; {op: "init", id, spec, buffer} -> {op: "ready", id};
@@ -616,5 +371,7 @@
   var Labs = root.Labs = root.Labs || {};
   var runtime = Labs.runtime = Labs.runtime || {};
   runtime.decoderEngine = decoderEngine;
-  runtime.decoderSource = "(" + decoderEngine.toString() + ")(self, true);\n";
+  // The Worker's script: the engine, handed its kernels and its sampler.
+  runtime.decoderSource = "(" + decoderEngine + ")(self, true, (" + runtime.decoderKernels + ")(), ("
+    + runtime.decoderSampling + ")());\n";
 })(window);
