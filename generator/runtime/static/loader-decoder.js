@@ -7,10 +7,7 @@
   "use strict";
 
   var runtime = root.Labs.runtime;
-  var L = runtime.loading;
-  var absolute = L.absolute, aborted = L.aborted, nextTask = L.nextTask, loadScript = L.loadScript,
-    decodeInto = L.decodeInto, startWorker = L.startWorker, messenger = L.messenger, sliced = L.sliced,
-    eachLimited = L.eachLimited, loadWeights = L.loadWeights, allocate = L.allocate, follow = L.follow, PARALLEL = L.PARALLEL;
+  var L = runtime.loading, aborted = L.aborted, nextTask = L.nextTask, sliced = L.sliced, messenger = L.messenger;
 
   var PREFILL_CHUNK = 8;  // prompt tokens per forward call: a newer prompt takes over after at most this many
 
@@ -75,13 +72,13 @@
     function check() { if (signal.aborted) throw aborted(signal); }
     return Promise.resolve().then(function () {
       var total = manifest.load_bytes, loaded = 0, tokenizer = null;
-      if (options.worker !== false) workerReady = startWorker(runtime.decoderSource);
-      var weights = allocate(manifest.spec.bytes);
+      if (options.worker !== false) workerReady = L.startWorker(runtime.decoderSource);
+      var weights = L.allocate(manifest.spec.bytes);
       onProgress(0, total);
       function build(value) {  // the tokenizer's tables, built here on this thread, in slices
         return sliced(runtime.BPE.steps(value), function () { return false; }).then(function (t) { tokenizer = t; });
       }
-      return loadWeights(manifest.tokenizer, build, manifest.shards, weights, m.url, signal, function (entry) {
+      return L.loadWeights(manifest.tokenizer, build, manifest.shards, weights, m.url, signal, function (entry) {
         loaded += entry.size;
         onProgress(loaded, total);
       }).then(function () {
