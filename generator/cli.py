@@ -193,6 +193,26 @@ def _with_loader(func: Callable[[argparse.Namespace, Callable[[Path], Content]],
     return run
 
 
+def _model_uses(folder: Path) -> tuple[list[tuple[str, Path, tuple]], list[tuple[str, tuple]]]:
+    """What the shared models' commands (``labs models fetch``, ``labs decode``) ask of a site: every
+    lab as far as it loads, with the models its kind says it uses (``LabKind.models``):
+    ``[(slug, lab folder, (ModelUse, …))]``, and ``[(slug, problems)]`` for the labs that did not
+    load far enough to say. A lab whose stored results are missing has mistakes but loads far
+    enough: that is what ``labs decode`` is for. Raises ContentError when there is no usable site."""
+    from generator.content import load_lab, load_site
+    from generator.kinds import get_kind
+
+    source = load_site(folder)
+    found, unread = [], []
+    for slug in source.order:
+        lab, problems, _ = load_lab(source, slug, partial=True)
+        if lab is None:
+            unread.append((slug, problems))
+        else:
+            found.append((slug, lab.source_dir, tuple(get_kind(lab.kind).models(lab))))
+    return found, unread
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="labs",
@@ -281,7 +301,7 @@ def parser() -> argparse.ArgumentParser:
 
     from generator.runtime.commands import add_commands as add_model_commands
 
-    add_model_commands(sub)  # labs models fetch|list, labs next: the models several kinds share
+    add_model_commands(sub, _model_uses)  # labs models, labs decode, labs next: the models kinds share
     for kind in kinds:
         added = _AddedParsers(sub)
         kind.add_commands(added)
