@@ -45,6 +45,8 @@ def _check_example(tmp_path, monkeypatch, capsys, kind: str, text: str | None = 
     if "../../models/" in lab_yaml:  # a bundle the shipped content has
         shutil.copytree(ROOT / "content" / "models", tmp_path / "s" / "content" / "models")
     lab = next(p for p in (tmp_path / "s/content/labs").iterdir() if kind in p.name)
+    if kind == "sampling":  # the model's results for the example's prompt, as `labs decode` stored them for lab 08
+        shutil.copy(ROOT / "content" / "labs" / "sampling" / "decoded.json", lab / "decoded.json")
     own = (lab / "lab.yaml").read_text(encoding="utf-8")
     (lab / "lab.yaml").write_text(own[: own.index(f"\n{first}:") + 1] + lab_yaml, encoding="utf-8")
     # The page's questions, or none of the kind's own (those of `labs init` ask about its example).
@@ -58,7 +60,7 @@ def test_the_sampling_page_documents_every_key_and_its_example_builds(tmp_path, 
     text = (DOCS / "sampling.md").read_text(encoding="utf-8")
     for heading in ("## Keys", "## Claims", "## Question types", "## A complete example"):
         assert heading in text
-    for key in ("prompt", "temperatures", "default", "seed", "contexts", "logits", "claims", "note",
+    for key in ("prompt", "temperatures", "default", "seed", "contexts", "logits", "chat", "claims", "note",
                 "condition", "choices", "answer"):
         assert f"`{key}`" in text or f"`contexts[].{key}`" in text, key
     code, err = _check_example(tmp_path, monkeypatch, capsys, "sampling")
