@@ -133,3 +133,29 @@ def test_labs_models_fetch_with_no_names_takes_the_decoder(capsys, monkeypatch):
 
     monkeypatch.chdir(ROOT)
     assert used_by_labs(_model_uses, Path("content")) == ["smollm2-135m-instruct"]
+
+
+def test_a_damaged_store_is_an_error_at_its_line_and_labs_decode_writes_it_again(tmp_path, capsys, monkeypatch):
+    """A damaged decoded.json must not stop the command that repairs it: the lab still says what it
+    reads. (The model is replaced by a stand-in that answers from the committed file.)"""
+    content = tmp_path / "content"
+    shutil.copytree(ROOT / "content", content)
+    path = content / "labs" / "sampling" / "decoded.json"
+    good = decoded.load(LAB)
+    lines = path.read_text(encoding="utf-8").split("\n")
+    lines[3] = lines[3].replace('"chat":false', '"chat":true', 1)  # edited by hand: its key no longer matches
+    path.write_text("\n".join(lines), encoding="utf-8")
+    with pytest.raises(ContentError) as caught:
+        build_files(content, None)
+    assert "labs/sampling/decoded.json:4:1: error: the entry's key does not match its inputs" in str(caught.value)
+    assert len(caught.value.diagnostics) == 1
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(decoded, "load_model", lambda name: "stand-in")
+    by_name = {(e.computation, json.dumps(e.inputs, sort_keys=True)): e.result for e in good.entries.values()}
+    for attr in ("VOCABULARY", "NEXT_TOKEN"):
+        name = getattr(real, attr).name
+        monkeypatch.setattr(real, attr, decoded.Computation(name, 1, lambda model, inputs, name=name:
+                                                            by_name[(name, json.dumps(dict(inputs), sort_keys=True))]))
+    code, out, err = run_labs(capsys, "decode", "--lab", "sampling")
+    assert code == 0, err
+    assert path.read_bytes() == (LAB / "decoded.json").read_bytes()

@@ -74,7 +74,7 @@ from typing import Any
 
 import numpy as np
 
-from generator.kinds import (Computed, Diagnostic, KindQuestion, Lab, LabKind, ModelUse, Option, PageData, Reader,
+from generator.kinds import (Computed, ContentError, Diagnostic, KindQuestion, Lab, LabKind, ModelUse, Option, PageData, Reader,
                              did_you_mean)
 from generator.kinds.helpers import lazy_script
 from generator.kinds.sampling import real
@@ -214,10 +214,19 @@ class SamplingKind(LabKind):
 
     def read(self, reader: Reader, lab_dir: Path) -> SamplingSpec | None:
         store: list[decoded.Store] = []
+        damage: list[Diagnostic] = []
 
         def stored(text: str, chat: bool, at: Diagnostic):  # a context on the model: from decoded.json
-            store[:] = store or [decoded.load(lab_dir)]
-            return real.stored_context(store[0], text, chat, at)
+            if not store:
+                try:
+                    store.append(decoded.load(lab_dir))
+                except ContentError as exc:  # said once; the spec still names what labs decode rewrites
+                    damage.extend(exc.diagnostics)
+                    store.append(decoded.Store(decoded.path_for(lab_dir), None, None, {}, exists=False))
+                    requests, _, _ = real.stored_context(store[0], text, chat, at)
+                    return requests, None, list(damage)
+            requests, data, problems = real.stored_context(store[0], text, chat, at)
+            return requests, data, [] if damage else problems
 
         return read_sampling(reader, ("sampling",), stored)
 
