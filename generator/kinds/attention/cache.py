@@ -9,6 +9,12 @@ Cache file format (JSON, UTF-8, written by :func:`save_cache`)::
     ... one sentence per line, sorted ...
     }
     },
+    "drift": {
+    "<model key of an 8-bit bundle, 64 lowercase hex>": {
+    "<sentence text>": 1.2345,
+    ... one sentence per line, sorted ...
+    }
+    },
     "format": "attention-labs/real-heads-cache",
     "version": 1
     }
@@ -22,6 +28,12 @@ Each entry, for ``n`` words (``[CLS]`` and ``[SEP]`` included) and ``p`` word pi
   (non-decreasing, every word has at least one piece);
 - ``attention``: [layers][heads][n][n] integers per mille, word level; every row sums to
   exactly 1000 (rounded by :func:`largest_remainder`).
+
+``drift`` (optional; written by ``labs heads`` for a lab whose ``model:`` names a ``bundle:``):
+for each sentence, the largest difference in points between the bundle's 8-bit model's
+word-level attention and the ``attention`` above, under the bundle's
+:func:`~generator.runtime.bundle.model_key` (:mod:`.inpage`). A build reads it instead of running
+the 8-bit model.
 
 A lookup is a *hit* when the entry exists under the current checkpoint's SHA-256, *stale*
 when the sentence is cached only under other checkpoints, a *miss* otherwise.
@@ -103,6 +115,11 @@ def cache_lookup(cache: Cache, sha256: str, sentence: str) -> dict | None:
     return cache["entries"].get(sha256, {}).get(sentence)
 
 
+def drift_of(cache: Cache, key: str) -> dict[str, float]:
+    """The stored 8-bit figures of the bundle model ``key``: sentence -> points (empty if none)."""
+    return cache.get("drift", {}).get(key, {})
+
+
 def refresh_cache(cache: Cache, model: BertModel, sha256: str, sentences: Iterable[str], prune: bool = True) -> tuple[Cache, list[str]]:
     """A new cache holding every sentence of ``sentences`` for checkpoint ``sha256``.
 
@@ -142,7 +159,18 @@ def save_cache(path: Path, cache: Cache) -> None:
             comma = "," if j < len(sentences) - 1 else ""
             lines.append(f"{_dumps(sentence)}: {_dumps(by_sentence[sentence])}{comma}")
         lines.append("}," if i < len(shas) - 1 else "}")
-    lines += ["},", f'"format": {_dumps(CACHE_FORMAT)},', f'"version": {CACHE_VERSION}', "}"]
+    lines.append("},")
+    drift = {key: figures for key, figures in sorted(cache.get("drift", {}).items()) if figures}
+    if drift:
+        lines.append('"drift": {')
+        for i, key in enumerate(drift):
+            lines.append(f"{_dumps(key)}: {{")
+            texts = sorted(drift[key])
+            lines += [f"{_dumps(text)}: {_dumps(drift[key][text])}{',' if j < len(texts) - 1 else ''}"
+                      for j, text in enumerate(texts)]
+            lines.append("}," if i < len(drift) - 1 else "}")
+        lines.append("},")
+    lines += [f'"format": {_dumps(CACHE_FORMAT)},', f'"version": {CACHE_VERSION}', "}"]
     path = Path(path)
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -506,9 +534,12 @@ def _parse(path: Path, raw: bytes, fast: bool = False) -> tuple[Cache, dict[tupl
         report(1, f"'format' must be {CACHE_FORMAT!r}")
     if data.get("version") != CACHE_VERSION:
         report(1, f"'version' must be {CACHE_VERSION} (this cache says {data.get('version')!r}); rebuild it")
-    unknown = sorted(set(data) - {"entries", "format", "version"})
+    unknown = sorted(set(data) - {"entries", "drift", "format", "version"})
     if unknown:
         report(1, f"unknown top-level key(s) {', '.join(unknown)}")
+    drift_problem = _drift_problem(data.get("drift", {}))
+    if drift_problem is not None:
+        report(text.count("\n", 0, max(0, text.find('"drift"'))) + 1, drift_problem)
     entries = data.get("entries")
     if not isinstance(entries, dict):
         report(1, "'entries' must be an object mapping checkpoint SHA-256 to sentences")
@@ -545,6 +576,21 @@ def _parse(path: Path, raw: bytes, fast: bool = False) -> tuple[Cache, dict[tupl
     if problems:
         raise ContentError(problems)
     return data, arrays
+
+
+def _drift_problem(drift) -> str | None:
+    """What is wrong with a cache's ``drift`` section, or None."""
+    if not isinstance(drift, dict):
+        return "'drift' must be an object mapping a bundle's model key to sentences"
+    for key, figures in drift.items():
+        if not _SHA_RE.fullmatch(key):
+            return f"'drift': {key!r} is not a model key (64 lowercase hex digits)"
+        if not isinstance(figures, dict):
+            return "'drift': a model key's figures must be an object mapping sentences to points"
+        for text, points in figures.items():
+            if isinstance(points, bool) or not isinstance(points, (int, float)) or not 0 <= points <= 100:
+                return f"'drift': {text[:40]!r}: {points!r} is not a number of points from 0 to 100"
+    return None
 
 
 _LONG_NUMBER = re.compile(r"[0-9]{4000,}")

@@ -142,10 +142,11 @@ def cmd_heads(args: argparse.Namespace, load: Callable[[Path], Content]) -> int:
     if not labs:
         print("no attention lab has a 'model:' section; nothing to do", flush=True)
     for lab in labs:
-        computed, path = refresh(lab.spec.model, lab.spec.widget, args.model)
+        computed, path, drift = refresh(lab.spec.model, lab.spec.widget, args.model)
         total = len(model_sentences(lab.spec.widget)) + len(lab.spec.model.finder_sentences)
         print(f"{display_path(path)}: {len(computed)} of {total} sentence{'s' * (total != 1)} computed, "
-              f"the rest already cached", flush=True)
+              f"the rest already cached" + (f"; the 8-bit bundle's difference computed for {drift}" if drift else ""),
+              flush=True)
     return 0
 
 
