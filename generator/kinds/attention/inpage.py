@@ -109,8 +109,9 @@ def sentence_drift(spec, texts: Sequence[str], entries: Mapping[str, Mapping]) -
     return out
 
 
-def accuracy(spec, widget, sha: str) -> tuple[dict[str, Any] | None, list[str]]:
-    """How close the bundle's model comes to the full one (the cache's entries under checkpoint
+def accuracy(spec, widget, sha: str, entries: Mapping[str, Mapping] | None = None) -> tuple[dict[str, Any] | None, list[str]]:
+    """How close the bundle's model comes to the full one (``entries``: the real-heads entry of
+    each sentence by its text, as the build has them; default: the cache's under checkpoint
     ``sha``) on every sentence the lab's model reads: ``{"points": the largest difference,
     "shown": rounded up to 0.1, "sentences": count}``, and notes for the author (sentences whose
     figure was computed now because the cache lacks it). The figures come from the cache's
@@ -127,8 +128,12 @@ def accuracy(spec, widget, sha: str) -> tuple[dict[str, Any] | None, list[str]]:
         return None, []
     cache = cachefile.load_cache_arrays(spec.cache)
     texts = lab_texts(spec, widget)
-    entries = {text: entry for text in texts if (entry := cachefile.cache_lookup(cache, sha, text)) is not None}
-    stored = cachefile.drift_of(cache, model_key(bundle))
+    if entries is None:
+        entries = {text: entry for text in texts if (entry := cachefile.cache_lookup(cache, sha, text)) is not None}
+    # A figure is read only for a sentence whose attention is the cache's: one computed from a
+    # checkpoint by this build is compared anew.
+    stored = {text: points for text, points in cachefile.drift_of(cache, model_key(bundle)).items()
+              if _same(entries.get(text), cachefile.cache_lookup(cache, sha, text))}
     missing = [text for text in dict.fromkeys(texts) if text in entries and text not in stored]
     figures = {**stored, **sentence_drift(spec, missing, entries)}
     worst = max((figures[text] for text in texts if text in figures), default=0.0)
@@ -143,6 +148,14 @@ def accuracy(spec, widget, sha: str) -> tuple[dict[str, Any] | None, list[str]]:
                                        f"max_drift {spec.max_drift:g} (quantize more finely, or raise max_drift)")])
     shown = math.ceil(round(worst * 10, 6)) / 10
     return {"points": round(worst, 4), "shown": shown, "sentences": len(texts)}, notes
+
+
+def _same(entry: Mapping | None, cached: Mapping | None) -> bool:
+    """Whether the build's entry is the cache's (the same object as a rule: the build read it there)."""
+    if entry is None or cached is None:
+        return False
+    return entry is cached or (list(entry["words"]) == list(cached["words"])
+                               and np.array_equal(np.asarray(entry["attention"]), np.asarray(cached["attention"])))
 
 
 def expected(bundle) -> dict[str, Any] | None:

@@ -329,9 +329,10 @@ def _blamed_on_lab_yaml(spec: ModelSpec, model_dir: Path | None):
                                        f"used: {str(exc).replace(' error: ', ' ', 1)}")]) from None
 
 
-def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict, list[str]]:
+def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict, list[str], dict[str, dict]]:
     """The ``real`` part of the spotlight payload. Returns it with notes for the author
-    (sentences computed from the checkpoint but not yet in the cache).
+    (sentences computed from the checkpoint but not yet in the cache), and every sentence's
+    entry (from the cache, or computed now) by its text.
 
     Raises ContentError when a sentence is not cached and no checkpoint is at hand.
     """
@@ -383,6 +384,7 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
     aligned = _Aligned([*model_sentences(widget), *spec.finder_sentences], entries)
     first = next((entries[sid] for sid in sentences), None)
     layers, heads = first["attention"].shape[:2] if first else (0, 0)
+    by_text = {sentence_text(s): entries[s.id] for s in [*model_sentences(widget), *spec.finder_sentences]}
     return {
         "model": spec.name,
         "sha256": sha,
@@ -392,7 +394,7 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
         "sentences": sentences,
         "finder": _finder(spec, widget, entries, aligned),
         "learned": learned_matches(widget, spec.finder_sentences, entries, aligned),
-    }, notes
+    }, notes, by_text
 
 
 class _Aligned(dict):
