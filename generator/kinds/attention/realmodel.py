@@ -153,7 +153,9 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
         reader.error(where + ("bundle",), f"bundle {bundle_name!r}: no such folder ({display_path(bundle)}); "
                      "it names a model bundle folder (bundle.json, weights.bin, vocab.txt, LICENSE), relative to the lab")
         bundle = None
-    max_drift = _read_max_drift(reader, where + ("max_drift",), bundle_name)
+    from generator.kinds.attention.inpage import read_max_drift
+
+    max_drift = read_max_drift(reader, where + ("max_drift",), bundle_name)
     relations: list[Relation] = []
     rel = reader.value(where + ("relations",))
     if rel is not None and reader.mapping(where + ("relations",), optional=tuple(rel) if isinstance(rel, dict) else ()) is not None:
@@ -200,20 +202,6 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
     max_drift_at = (reader.doc.path, *reader.doc.position(where + ("max_drift",))) if max_drift is not None else None
     return ModelSpec(name, cache, display_path(cache), checkpoint, tuple(relations), (reader.doc.path, line, col),
                      sentence_at, tuple(f for f, _ in finder), checkpoint_at, bundle, bundle_at, max_drift, max_drift_at)
-
-
-def _read_max_drift(reader: Reader, where: tuple, bundle_name: str | None) -> float | None:
-    """``model.max_drift``: points from 0 to 100, and only beside a ``bundle:`` (it bounds that bundle)."""
-    value = reader.value(where)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 100:
-        reader.error(where, f"max_drift must be a number of points above 0 and at most 100, not {value!r}")
-        return None
-    if bundle_name is None:
-        reader.error(where, "max_drift bounds the 8-bit model of a bundle: it needs 'bundle:' beside it", key=True)
-        return None
-    return float(value)
 
 
 def _read_word(reader: Reader, where: tuple, written: str, words: tuple[str, ...]) -> int | None:
@@ -274,45 +262,6 @@ def _align(teaching_words: tuple[str, ...], model_words: list[str], special: lis
         else:
             out.append(None)
     return out
-
-
-def refresh(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[list[str], Path, int]:
-    """Recompute the cache file from the checkpoint; returns the sentences computed, the file and
-    how many sentences' 8-bit figures (``drift``) were computed."""
-    from generator.kinds.attention import cache as cachefile
-    from generator.models.bert import load_model
-
-    folder = model_dir or spec.checkpoint
-    if folder is None:
-        raise BuildError(f"no checkpoint: pass --model DIR or set model.checkpoint; {CHECKPOINT_HELP}", spec.at[0])
-    sha = cachefile.checkpoint_sha256(folder)
-    cache = cachefile.load_cache(spec.cache)
-    model = load_model(folder)
-    texts = [sentence_text(s) for s in model_sentences(widget)] + [sentence_text(f) for f in spec.finder_sentences]
-    fresh, computed = cachefile.refresh_cache(cache, model, sha, texts)
-    drift, drift_computed = _refresh_drift(spec, cache, fresh, sha, texts)
-    cachefile.save_cache(spec.cache, {**fresh, "drift": drift} if drift else fresh)
-    return computed, spec.cache, drift_computed
-
-
-def _refresh_drift(spec: ModelSpec, old: dict, fresh: dict, sha: str, texts: list[str]) -> tuple[dict, int]:
-    """The ``drift`` section of a refreshed cache: the bundle's 8-bit figure for every sentence
-    (kept where the old cache has it under the bundle's model key, else computed), and how many
-    were computed; empty when the lab names no bundle, or one of another checkpoint."""
-    from generator.kinds.attention import cache as cachefile
-    from generator.kinds.attention.inpage import bundle_of, sentence_drift
-    from generator.runtime.bundle import model_key
-
-    if spec.bundle is None:
-        return {}, 0
-    bundle = bundle_of(spec)
-    if bundle.meta["checkpoint"]["sha256"] != sha:
-        return {}, 0
-    key = model_key(bundle)
-    wanted = set(texts)
-    kept = {text: points for text, points in cachefile.drift_of(old, key).items() if text in wanted}
-    computed = sentence_drift(spec, [t for t in dict.fromkeys(texts) if t not in kept], fresh["entries"][sha])
-    return {key: {**kept, **computed}}, len(computed)
 
 
 @contextmanager
