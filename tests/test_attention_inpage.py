@@ -214,3 +214,27 @@ def test_labs_attention_quantized_prints_what_the_page_computes(capsys):
     assert np.abs(np.asarray(got["attentions"]) - output.attentions).max() <= 1e-6  # rounded to 6 decimals
     code, out, err = run(capsys, "attention", "--designed", "--quantized", "Owls/NOUN hunt/VERB")
     assert code == 2 and "--quantized: not allowed with --designed" in "\n".join(err)
+
+
+def test_a_cold_build_reads_the_stored_figures_and_computes_only_a_missing_one(project, capsys, monkeypatch):
+    """Counted, not timed: every sentence that goes through the 8-bit model in a cold build (no
+    build cache) passes through ``drift_figures``. With the committed cache, none does; with one
+    sentence's figure taken out of it, that sentence alone, in one call."""
+    asked: list[list[str]] = []
+    real = inpage.drift_figures
+    monkeypatch.setattr(inpage, "drift_figures", lambda bundle, texts, entries: asked.append(list(texts)) or
+                        real(bundle, texts, entries))
+    monkeypatch.setenv("LABS_SERIAL", "1")  # every lab computed in this process, where the calls are counted
+    code, out, err = run(capsys, "build", "--no-cache")
+    assert code == 0, err
+    assert asked == []
+    cache = project / "content/labs/attention/real-heads.json"
+    data = json.loads(cache.read_text(encoding="utf-8"))
+    (key,) = data["drift"]
+    dropped = sorted(data["drift"][key])[0]
+    del data["drift"][key][dropped]
+    cachefile.save_cache(cache, data)
+    code, out, err = run(capsys, "build", "--no-cache")
+    assert code == 0, err
+    assert asked == [[dropped]]
+    assert any("the 8-bit model's difference on 1 sentence was computed by this build" in line for line in out + err)

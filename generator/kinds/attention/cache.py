@@ -372,11 +372,11 @@ def _read(path: Path) -> bytes | None:
 # Caches already read by this process, with the bytes they were read from: a file is decoded and
 # validated once however many labs or rebuilds read it (bytes are compared, not hashed: comparing
 # stops at the first difference, or at once when the lengths differ, where hashing reads every byte).
-# Small: a lab's cache is up to ~600 KB of JSON and ~300 KB as arrays (eighteen sentences), and only
-# the most recent few are kept — a build worker reads each lab's file once, and 64 of them were
-# 30 MB of its memory.
+# Kept by size, the most recent first: lab 07's file is 3.2 MB of JSON (70 sentences), about 9 MB
+# in memory with its text and arrays, and a build worker reads each lab's file once, for its own
+# compute — eight kept were 75 MB of each worker's memory. The newest is always kept.
 _LOADED: list[tuple[bytes, Cache]] = []
-_LOADED_MAX = 8
+_LOADED_BYTES = 4 << 20  # of the files' bytes
 
 
 def load_cache_arrays(path: Path) -> Cache:
@@ -393,9 +393,9 @@ def load_cache_arrays(path: Path) -> Cache:
         cached = {**data, "entries": {sha: {sentence: {**entry, "attention": arrays[sha, sentence]}
                                             for sentence, entry in by_sentence.items()}
                                       for sha, by_sentence in data["entries"].items()}}
-        if len(_LOADED) >= _LOADED_MAX:
-            _LOADED.pop(0)
         _LOADED.append((raw, cached))
+        while len(_LOADED) > 1 and sum(len(seen) for seen, _ in _LOADED) > _LOADED_BYTES:
+            _LOADED.pop(0)
     return cached
 
 

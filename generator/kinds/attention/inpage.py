@@ -109,13 +109,28 @@ _READ_MAX = 512
 
 
 def sentence_drift(spec, texts: Sequence[str], entries: Mapping[str, Mapping]) -> dict[str, float]:
-    """For each of ``texts``, the largest difference between the bundle's word-level attention and
+    """:func:`drift_figures` of the bundle ``spec`` (a ModelSpec) names; a sentence its tokenizer
+    splits into other words than the cache holds is a ContentError at the ``bundle:`` line."""
+    if not texts:
+        return {}
+    try:
+        return drift_figures(bundle_of(spec), texts, entries)
+    except OtherWords as exc:
+        raise ContentError([Diagnostic(*spec.bundle_at, f"the bundle's tokenizer splits {exc.args[0]!r} into other "
+                                       f"words than {spec.cache_shown}")]) from None
+
+
+class OtherWords(ValueError):
+    """The bundle's tokenizer splits a sentence (the argument) into other words than its entry has."""
+
+
+def drift_figures(bundle, texts: Sequence[str], entries: Mapping[str, Mapping]) -> dict[str, float]:
+    """For each of ``texts``, the largest difference between ``bundle``'s word-level attention and
     the full model's stored one (``entries[text]``, a real-heads cache entry), in points, rounded
     to 4 decimals. The sentences run through the bundle's model together: padded to the longest,
     sorted by length, in one forward pass (more only past :data:`PASS_BYTES`); a sentence this
-    process has read before (:data:`_READ`) is not run again. Raises ContentError at the
-    ``bundle:`` line when the bundle's tokenizer splits a sentence into other words than the
-    cache holds."""
+    process has read before (:data:`_READ`) is not run again. Raises :class:`OtherWords` for a
+    sentence the bundle's tokenizer splits into other words."""
     from generator.kinds.attention.realheads import merge_pieces, piece_word_index
     from generator.models.bert import bert_forward
     from generator.models.wordpiece import encode
@@ -123,13 +138,11 @@ def sentence_drift(spec, texts: Sequence[str], entries: Mapping[str, Mapping]) -
 
     if not texts:
         return {}
-    bundle = bundle_of(spec)
     ident = bundle_id(bundle)
     encodings = {text: encode(text, bundle.tokenizer) for text in texts}
     for text, encoding in encodings.items():
         if piece_word_index(encoding)[0] != list(entries[text]["words"]):
-            raise ContentError([Diagnostic(*spec.bundle_at, f"the bundle's tokenizer splits {text!r} into other "
-                                           f"words than {spec.cache_shown}")])
+            raise OtherWords(text)
     order = sorted((t for t in dict.fromkeys(texts) if (ident, t) not in _READ), key=lambda t: len(encodings[t].ids))
     if order:
         model = _model(bundle)
