@@ -70,7 +70,7 @@ def test_the_sampling_page_documents_every_key_and_its_example_builds(tmp_path, 
 def test_the_attention_page_documents_every_key_and_its_example_builds(tmp_path, monkeypatch, capsys):
     from generator.kinds.attention import teaching
     from generator.kinds.attention import AttentionKind
-    from generator.kinds.attention import inpage, realmodel
+    from generator.kinds.attention import realmodel
 
     text = (DOCS / "attention.md").read_text(encoding="utf-8")
     for heading in ("## Keys under `widget:`", "## Claims", "## The `model:` section", "### Relations and the head finder",
@@ -80,14 +80,14 @@ def test_the_attention_page_documents_every_key_and_its_example_builds(tmp_path,
         assert f"| `{key}` |" in text, key
     for key in ("id", "text", "kind", "label", "note", "query", "source", "source_label", "claims"):
         assert f"| `sentences[].{key}` |" in text, key
-    for key in ("name", "cache", "checkpoint", "bundle", "sentences", "relations"):
+    for key in ("name", "cache", "checkpoint", "bundle", "max_drift", "sentences", "relations"):
         assert f"| `{key}` |" in text, key
     for key in (*AttentionKind.question_keys["word"][0], *AttentionKind.question_keys["word"][1]):
         assert f"| `{key}` |" in text, key
     for head in teaching.HEAD_IDS:
         assert f"`{head}`" in text, head
     assert f"[{', '.join(teaching.DEFAULT_HEADS)}]" in text
-    assert f"{inpage.BOUND} points" in text
+    assert "`max_drift:`" in text and "never fails the build by itself" in text
     assert f"at least {realmodel.BEATS_MIN_HIT:.0%}".replace("%", " %") in text
     assert f"p < {realmodel.BEATS_MAX_P}" in text
     assert f"at most {teaching.MAX_WORDS} words" in text

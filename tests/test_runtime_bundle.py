@@ -10,6 +10,7 @@ JavaScript's numbers and NumPy's alike.
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 from pathlib import Path
@@ -21,7 +22,7 @@ from conftest import minilm_dir
 from generator.models import bert
 from generator.models.bert import BertConfig, write_random_checkpoint
 from generator.errors import BuildError
-from generator.runtime import bundle, quantize
+from generator.runtime import accuracy, bundle, quantize
 from generator.runtime.bundle import export_bundle, read_bundle, reference_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,7 +126,11 @@ CASES = {
     "a flipped byte in vocab.txt": (lambda b: corrupt_byte(b / "vocab.txt", 3),
                                     "bundle/vocab.txt: error: SHA-256 differs from the one bundle.json lists: the file is corrupt"),
     "bundle.json cut short": (lambda b: (b / "bundle.json").write_text((b / "bundle.json").read_text()[:50]),
-                              "bundle/bundle.json: error: not valid JSON at line 3 column 15: Unterminated string starting at"),
+                              "bundle/bundle.json: error: not valid JSON at line 4 column 7: Unterminated string starting at"),
+    "accuracy stated as text": (lambda b: edit_meta(b, lambda m: m["accuracy"]["attention"].update(worst="small")),
+                                "bundle/bundle.json: error: 'accuracy' attention 'worst' must be a number from 0 to 100, not 'small'"),
+    "accuracy without its sentences": (lambda b: edit_meta(b, lambda m: m["accuracy"].pop("sentences")),
+                                       "bundle/bundle.json: error: 'accuracy' must be an object of 'sentences', 'attention' and 'embedding'"),
     "another format": (lambda b: edit_meta(b, lambda m: m.update(format="safetensors")),
                        'bundle/bundle.json: error: not a model bundle description (no "format": "attention-labs-model-bundle")'),
     "a newer version": (lambda b: edit_meta(b, lambda m: m.update(version=2)),
@@ -175,3 +180,34 @@ def test_the_committed_bundle_is_what_the_checkpoint_exports(tmp_path):
     """Regenerate with: python -m generator.runtime.bundle CHECKPOINT content/models/all-minilm-l6-v2"""
     fresh = files_of(export_bundle(minilm_dir(), tmp_path / "fresh"))
     assert fresh == files_of(COMMITTED)
+
+
+# ---- the accuracy bundle.json states ----------------------------------------------------------------
+
+def test_the_committed_bundle_states_what_its_weights_measure():
+    """Re-measured from the committed bundle's weights (not from a fresh export) against the
+    checkpoint, on the sentences bundle.json names: every figure as stated, and the page's target
+    met (worst change at most 5 points, the same top key in at least 99% of rows)."""
+    stated = read_bundle(COMMITTED).meta["accuracy"]
+    assert stated["sentences"] == {"generator": "generator.runtime.accuracy.generated_sentences", "seed": 2201,
+                                   "count": 300, "words": [3, 60]}
+    small = reference_model(read_bundle(COMMITTED), np.float64)
+    full = bert.load_model(minilm_dir(), dtype=np.float64)
+    assert accuracy.measure(small, full, stated["sentences"]["count"], stated["sentences"]["seed"]) == stated
+    assert stated["attention"]["worst"] <= 5.0 and stated["attention"]["same_top_key"] >= 0.99
+    assert stated["attention"]["median"] <= stated["attention"]["p99"] <= stated["attention"]["worst"]
+
+
+def test_the_named_generator_is_the_one_that_made_the_sentences(tiny):
+    meta = read_bundle(tiny).meta["accuracy"]
+    module, _, name = meta["sentences"]["generator"].rpartition(".")
+    made = getattr(importlib.import_module(module), name)
+    assert made is accuracy.generated_sentences
+    texts = made(read_bundle(tiny).tokenizer.vocab, meta["sentences"]["count"], meta["sentences"]["seed"])
+    assert len(texts) == 300 and all(3 <= len(t.split()) <= 60 for t in texts)
+    assert texts == made(read_bundle(tiny).tokenizer.vocab, 300, meta["sentences"]["seed"])  # the seed decides
+
+
+def test_a_bundle_without_a_measurement_still_reads(tiny):
+    edit_meta(tiny, lambda m: m.pop("accuracy"))
+    assert "accuracy" not in read_bundle(Path("bundle")).meta

@@ -17,7 +17,8 @@
      "quantization": {"scheme": "int8-symmetric-groupwise", "group": 32, "levels": 127,
                       "scale_dtype": "float16", "dequantize": "float32(q) * float32(scale)"},
      "tensors": {<name>: {"dtype": "int8" | "float16" | "float32", "shape": [...], "offset", "bytes"}},
-     "files": {<file name>: {"bytes", "sha256"}}}       # weights.bin, vocab.txt, tokenizer_config.json, LICENSE
+     "files": {<file name>: {"bytes", "sha256"}},      # weights.bin, vocab.txt, tokenizer_config.json, LICENSE
+     "accuracy": {"sentences", "attention", "embedding"}}  # measured at export (generator/runtime/accuracy.py)
 
 The tensors (:func:`~generator.runtime.tensors.layout`): a weight matrix is ``<name>.q`` (int8, ``[out, in]``: each row is
 what one output sums over) and ``<name>.scales`` (float16, ``[out, ceil(in/32)]``) with a float32
@@ -49,7 +50,7 @@ from generator.models import bert
 from generator.models.bert import BertConfig, BertModel
 from generator.models.wordpiece import WordPieceTokenizer, load_tokenizer
 from generator.errors import BuildError, display_path
-from generator.runtime import quantize
+from generator.runtime import accuracy, quantize
 from generator.runtime.tensors import MATRICES, dequantized_weights, layout, quantized_tensors  # noqa: F401 (part of this module's API)
 
 FORMAT = "attention-labs-model-bundle"
@@ -143,6 +144,8 @@ def license_text(card: ModelCard, changes: str | None = None) -> str:
 
 def bundle_files(model_dir: Path, card: ModelCard = MINILM) -> dict[str, bytes]:
     """Every file of the bundle for the checkpoint folder ``model_dir``, by name; nothing written.
+    bundle.json's ``"accuracy"`` is measured here (:func:`generator.runtime.accuracy.measure`: for
+    MiniLM, about 20 s of CPU on one thread).
 
     Raises :class:`BuildError` naming the file for anything ``bert.load_model`` refuses.
     """
@@ -177,6 +180,10 @@ def bundle_files(model_dir: Path, card: ModelCard = MINILM) -> dict[str, bytes]:
                          "dequantize": "float32(q) * float32(scale)"},
         "tensors": table,
         "files": {name: {"bytes": len(data), "sha256": _sha256(data)} for name, data in sorted(files.items())},
+        # How far the 8-bit weights move the model, for the pages to state: measured here, once.
+        "accuracy": accuracy.measure(BertModel(config=config, weights=dequantized_weights(tensors, config, np.float64),
+                                               tokenizer=t, model_dir=model_dir),
+                                     bert.load_model(model_dir, dtype=np.float64)),
     }
     return {BUNDLE_FILE: _json_bytes(meta), **files}
 
@@ -298,6 +305,9 @@ def read_bundle(folder: Path) -> Bundle:
         raise _fail(meta_path, f"bundle format version {meta.get('version')!r}; this reader knows version {VERSION}")
     config = _config(meta, meta_path)
     _check_quantization(meta, meta_path)
+    problem = accuracy.accuracy_problem(meta)
+    if problem is not None:
+        raise _fail(meta_path, problem)
     listed = meta.get("files")
     if not isinstance(listed, dict) or sorted(listed) != sorted(CHECKED_FILES):
         raise _fail(meta_path, f"'files' must list exactly {', '.join(sorted(CHECKED_FILES))}")
@@ -322,6 +332,19 @@ def read_bundle(folder: Path) -> Bundle:
     if largest >= config.vocab_size:
         raise _fail(folder / VOCAB_FILE, f"vocabulary has ids up to {largest} but the model has {config.vocab_size} token embeddings")
     return Bundle(folder=folder, meta=meta, config=config, tensors=tensors, tokenizer=tokenizer)
+
+
+def model_key(bundle: Bundle) -> str:
+    """What the bundle's model computes depends on, as one SHA-256 (64 hex digits): its weights and
+    its tokenizer. The SHA-256 of the lines ``<sha256>  <file>`` (as ``sha256sum`` prints them) of
+    weights.bin, vocab.txt and tokenizer_config.json, as bundle.json lists them: a figure measured
+    on a bundle holds for every bundle with this key, whatever its licence text or its accuracy
+    entry says."""
+    lines = "".join(f"{bundle.meta['files'][name]['sha256']}  {name}\n" for name in sorted(MODEL_FILES))
+    return _sha256(lines.encode())
+
+
+MODEL_FILES = (WEIGHTS_FILE, VOCAB_FILE, TOKENIZER_FILE)  # what the numbers a bundle's model computes depend on
 
 
 def reference_model(bundle: Bundle, dtype: type = np.float32) -> BertModel:

@@ -157,7 +157,10 @@ class EmbeddingsKind(LabKind):
         from generator.runtime.site import bundle_at, page_ref
 
         name, data = lazy_script("item-vectors.js", "embeddingVectors", vectors)
-        payload["live"] = {"vectors": name, **page_ref(bundle_at(spec.runtime))}
+        bundle = bundle_at(spec.runtime)
+        measured = bundle.meta.get("accuracy")  # what the page says of its 8-bit model: measured at export
+        expect = {**measured["embedding"], "count": measured["sentences"]["count"]} if measured else None
+        payload["live"] = {"vectors": name, **page_ref(bundle), "expect": expect}
         return PageData(payload, {name: data})
 
     def site_files(self, labs: Sequence[Lab], options: Mapping[str, Any], store: Path | None) -> Mapping[str, bytes]:
