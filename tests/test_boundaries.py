@@ -54,7 +54,7 @@ def rule_for(module: str) -> Rule:
     if module.startswith("generator.runtime"):
         return Rule("the in-page runtime", SHARED_MODELS + ("=generator.errors", "=generator.webfiles"))
     if module.startswith("generator.models"):
-        return Rule("the shared models", ("generator.models", "=generator.errors"))
+        return Rule("the shared models", ("generator.models", "=generator.errors", "=generator.filepolicy"))
     if module.startswith("generator.prose"):
         return Rule("prose", ("generator.prose",))
     if module.startswith("generator.speed"):

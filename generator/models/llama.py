@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from generator.attention.core import scaled_dot_product_attention
+from generator.models.core import scaled_dot_product_attention
 from generator.errors import BuildError, display_path
 from generator.models import bpe
 from generator.models.gguf_io import GGUFFile, LlamaConfig, dequantize, llama_config, read_gguf
