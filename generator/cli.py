@@ -279,7 +279,7 @@ def parser() -> argparse.ArgumentParser:
     kind_opts(s)
     s.set_defaults(func=cmd_serve)
 
-    from generator.models.commands import add_commands as add_model_commands
+    from generator.runtime.commands import add_commands as add_model_commands
 
     add_model_commands(sub)  # labs models fetch|list, labs next: the models several kinds share
     for kind in kinds:

