@@ -245,6 +245,24 @@ def test_labs_embed_writes_what_the_build_reads(site_with_lab, capsys):
         assert np.allclose(again["vectors"][first][pooling], data["vectors"][first][pooling], rtol=0, atol=1e-6)
 
 
+def test_labs_embed_leaves_a_store_it_would_not_change_byte_for_byte(site_with_lab, capsys):
+    store = site_with_lab / "embeddings.json"
+    data = json.loads(store.read_text(encoding="utf-8"))
+    store.write_text(json.dumps(data, indent=1), encoding="utf-8")  # the same vectors, laid out otherwise
+    before = store.read_bytes()
+    code, out, err = run_labs(capsys, "embed", "--model", str(minilm_dir()))
+    assert (code, err) == (0, [])
+    assert out == [f"content/labs/embeddings/embeddings.json: unchanged, all {len(lab_texts())} texts already stored"]
+    assert store.read_bytes() == before
+
+
+def test_a_stored_number_that_rounds_to_zero_is_written_0_never_minus_0():
+    from generator.kinds.embeddings.store import _numbers
+
+    # "-0" reads back as 0 and would be written "0" by the next run: a diff with nothing in it
+    assert _numbers([-1e-12, -0.0, 0.0, 4e-9, -0.25, 0.5]) == "[0,0,0,0,-0.25,0.5]"
+
+
 def test_labs_embed_without_a_checkpoint_is_a_clear_error(site_with_lab, capsys):
     before = (site_with_lab / "embeddings.json").read_bytes()
     code, _, err = run_labs(capsys, "embed", "--model", "no-such-folder")
