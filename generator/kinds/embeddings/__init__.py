@@ -73,7 +73,11 @@ def stored_numbers(spec: EmbeddingsSpec) -> tuple[compute.Numbers | None, list[D
     vectors, problems = store.load(spec.store, spec.texts(), spec.at, where)
     if problems:
         return None, problems
-    return compute.numbers(spec, vectors), []
+    nums = compute.numbers(spec, vectors)
+    if nums is None:
+        return None, [Diagnostic(spec.at.path, spec.at.line, spec.at.column, "the items' stored vectors are all the "
+                                 "same point: there is no spread for a map or a neighbour to show", spec.at.source_line)]
+    return nums, []
 
 
 class EmbeddingsKind(LabKind):
