@@ -4,6 +4,7 @@ and ``labs attention --quantized``."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -58,6 +59,28 @@ def test_a_bundle_over_the_bound_fails_at_its_line(shipped_accuracy):
     (d,) = caught.value.diagnostics
     assert (d.line, d.column) == _line_col(LAB_YAML, "../../models/all-minilm-l6-v2")
     assert f"up to {acc['points']:.2f} points" in d.message and "may state at most" in d.message
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda a: np.full_like(a, np.nan), "computes NaN or infinite attention"),  # max(0, nan) was 0: "within 0.0"
+    (lambda a: np.where(np.arange(a.size).reshape(a.shape) == 7, np.inf, a), "computes NaN or infinite attention"),
+    (lambda a: a[:-1], "the bundle's model has 5 layers of 12 heads"),  # a broadcasting traceback before
+], ids=["all-nan", "one-infinite", "a-layer-short"])
+def test_a_bundle_whose_model_computes_nan_or_another_shape_fails_at_its_line(shipped_accuracy, monkeypatch,
+                                                                             damage, message):
+    lab, sha, _ = shipped_accuracy
+    real = inpage._bundle_reads
+
+    def damaged(bundle, text, model):
+        found = real(bundle, text, model)
+        return dataclasses.replace(found, attention=damage(found.attention))
+
+    monkeypatch.setattr(inpage, "_bundle_reads", damaged)
+    with pytest.raises(ContentError) as caught:
+        inpage.accuracy(lab.spec.model, lab.spec.widget, sha)
+    (d,) = caught.value.diagnostics
+    assert (d.line, d.column) == _line_col(LAB_YAML, "../../models/all-minilm-l6-v2")
+    assert message in d.message, d.message
 
 
 def test_a_bundle_of_another_checkpoint_is_not_offered(shipped_accuracy):

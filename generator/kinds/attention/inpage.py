@@ -106,7 +106,15 @@ def accuracy(spec, widget, sha: str, bound: float = BOUND) -> dict[str, Any] | N
             raise ContentError([Diagnostic(*spec.bundle_at, f"the bundle's tokenizer splits {text!r} into other "
                                            f"words than {spec.cache_shown}")])
         full = np.asarray(entry["attention"], dtype=np.float64) / 10  # per mille -> percent
-        worst = max(worst, float(np.abs(mine.attention.astype(np.float64) * 100 - full).max()))
+        if mine.attention.shape != full.shape:  # another number of layers or heads than the full model's
+            raise ContentError([Diagnostic(*spec.bundle_at, f"the bundle's model has {mine.attention.shape[0]} layers "
+                                           f"of {mine.attention.shape[1]} heads, the full model's attention in "
+                                           f"{spec.cache_shown} {full.shape[0]} of {full.shape[1]}: not the same model")])
+        moved = float(np.abs(mine.attention.astype(np.float64) * 100 - full).max())
+        if not math.isfinite(moved):  # max(worst, nan) would keep the old worst: say so instead
+            raise ContentError([Diagnostic(*spec.bundle_at, f"the bundle's 8-bit model computes NaN or infinite "
+                                           f"attention on {text!r}: its weights overflow float32")])
+        worst = max(worst, moved)
     shown = math.ceil(round(worst * 10, 6)) / 10
     if worst > bound:
         raise ContentError([Diagnostic(*spec.bundle_at, f"the bundle's 8-bit weights move attention up to {worst:.2f} "
