@@ -75,8 +75,12 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
+    from generator.content import SLUG_RE
     from generator.scaffold import new_lab
 
+    if not SLUG_RE.match(args.slug):  # a mistake in the command line, not in the content: a usage error
+        args.usage_error(f"argument SLUG: lab slug {args.slug!r} must be lower-case letters, digits and dashes, "
+                         f"e.g. 'self-attention'")
     folder = new_lab(args.content, args.slug, title=args.title, topic=args.topic, kind=args.kind)
     _out(f"created {display_path(folder)}/ — edit its files, then run `labs build`")
     _out(_where_it_appears(args.content, args.slug))
@@ -261,7 +265,7 @@ def parser() -> argparse.ArgumentParser:
     n.add_argument("--title", metavar="TEXT", default=None, help="the lab's title (default: from the slug)")
     n.add_argument("--topic", metavar="SLUG", default=None, help="topic slug (default: the first topic in site.yaml)")
     content_opt(n)
-    n.set_defaults(func=cmd_new)
+    n.set_defaults(func=cmd_new, usage_error=n.error)
 
     k = sub.add_parser("kinds", help="list the installed lab kinds",
                        description="List the lab kinds found through the attention_labs.kinds entry points.")

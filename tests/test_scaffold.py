@@ -76,8 +76,10 @@ def test_new_refuses_an_existing_lab(project, capsys):
 def test_bad_slugs_are_refused_with_a_clear_message(project, capsys, slug):
     before = sorted(p.name for p in (project / "content/labs").iterdir())
     code, out, err = run(capsys, "new", "--content", "content", "--", slug)  # "--": "-demo" is not an option
-    assert (code, out) == (1, [])
-    assert err == [f"error: lab slug {slug!r} must be lower-case letters, digits and dashes, e.g. 'self-attention'"]
+    assert (code, out) == (2, [])  # a usage error, as argparse's own
+    assert err[0].startswith("usage: labs new ")
+    assert err[-1] == (f"labs new: error: argument SLUG: lab slug {slug!r} must be lower-case letters, digits and "
+                       f"dashes, e.g. 'self-attention'")
     assert sorted(p.name for p in (project / "content/labs").iterdir()) == before
     assert not (project / "escape").exists()
 
