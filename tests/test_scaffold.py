@@ -117,3 +117,17 @@ def test_new_without_a_site_yaml_is_an_error(project, capsys):
     assert (code, err) == (1, ["error: no site here: content/site.yaml not found. Run `labs init DIR` to start a "
                                "site, then `labs new` inside it (or pass --content DIR)"])
     assert not (project / "content/labs/demo").exists()
+
+
+@pytest.mark.parametrize("prefix", ["first", "my", "demo", "intro"])  # first-attention-lab, as labs init makes, warned
+def test_a_new_lab_of_every_kind_builds_without_a_warning(project, capsys, prefix):
+    """The order of the first question's options is drawn from the slug; for some slugs it put the
+    right option where the kind's own question puts its own, and the build warned of it."""
+    from generator.kinds import kind_names
+
+    for kind in kind_names():
+        code, _, err = run(capsys, "new", f"{prefix}-{kind}-lab", "--kind", kind, "--content", "content")
+        assert (code, err) == (0, []), err
+    code, _, err = run(capsys, "check", "--content", "content")
+    assert (code, [e for e in err if f"/{prefix}-" in e]) == (0, []), err
+
