@@ -91,6 +91,25 @@ def outside_problem(path: Path, inside: Path, root: Path | None = None) -> Diagn
                                    f"outside {display_path(inside, root)}/")
 
 
+def named_folder(written: str, base: Path, content: Path | None, what: str) -> tuple[Path | None, str | None]:
+    """The folder a lab names (``written``, relative to ``base``), resolved, or what is wrong with
+    it: no such folder, a loop of links, or a place outside ``content`` (by ``..`` or through a
+    link) — what a lab names there is read and may be published with the site, and nothing
+    outside content/ is. ``content`` None: not checked."""
+    try:
+        folder = (base / written).resolve()
+        inside = content.resolve() if content is not None else None
+    except (OSError, RuntimeError):  # a loop of links
+        return None, f"{what} {written!r} is a symbolic link that loops back on itself"
+    if inside is not None and not folder.is_relative_to(inside):
+        shown = display_path(content)
+        return None, (f"{what} {written!r} is outside {shown}/ ({display_path(folder)}); a lab reads and publishes "
+                      f"only what is inside {shown}/ — copy the folder into it, e.g. {shown}/models/")
+    if not folder.is_dir():
+        return None, f"no {what} at {written!r}: no such folder ({display_path(folder)}), relative to the lab's folder"
+    return folder, None
+
+
 def special_kind(path: Path) -> str | None:
     """What ``path`` is (following links) when it is neither a regular file nor a folder: "a named
     pipe (FIFO)", "a character device", …; None for a file, a folder or nothing there."""

@@ -19,7 +19,7 @@ import yaml
 
 from generator.errors import ContentError, Diagnostic, Diagnostics, did_you_mean, display_path
 from generator.yamlerrors import unclosed_quote, yaml_syntax_error
-from generator.filepolicy import file_problem, link_outside, outside_problem, regular_problem, walk_once  # noqa: F401 (re-exported)
+from generator.filepolicy import file_problem, link_outside, named_folder, outside_problem, regular_problem, walk_once  # noqa: F401 (re-exported)
 
 Where = tuple  # a path into a YAML document: keys (str) and indexes (int)
 
@@ -258,11 +258,25 @@ def _kind(value: Any) -> str:
 
 class Reader:
     """Typed, positioned access to a :class:`YamlDoc`. Each getter records a diagnostic and
-    returns ``None`` on a mistake, so validation goes on and reports every error of a run."""
+    returns ``None`` on a mistake, so validation goes on and reports every error of a run.
+    ``content``: the content folder the document belongs to (None: not known), which every
+    folder it names (:meth:`folder`) must stay inside."""
 
-    def __init__(self, doc: YamlDoc, diags: Diagnostics):
+    def __init__(self, doc: YamlDoc, diags: Diagnostics, content: Path | None = None):
         self.doc = doc
         self.diags = diags
+        self.content = content
+
+    def folder(self, where: Where, base: Path, what: str) -> Path | None:
+        """The folder the text at ``where`` names relative to ``base``, resolved; None after an
+        error at ``where`` (:func:`generator.filepolicy.named_folder` says what is refused)."""
+        written = self.string(where, multiline=False)
+        if written is None:
+            return None
+        folder, problem = named_folder(written, base, self.content, what)
+        if problem is not None:
+            self.error(where, problem)
+        return folder
 
     def value(self, where: Where) -> Any:
         node: Any = self.doc.data

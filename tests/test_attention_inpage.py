@@ -99,7 +99,7 @@ def test_a_bundle_that_is_not_a_folder_is_an_error_at_its_line(project):
     _, problems = load_lab(site, "attention")
     line, col = _line_col(lab_yaml, "../nowhere")
     assert [(p.line, p.column) for p in problems] == [(line, col)]
-    assert "bundle '../nowhere': no such folder" in problems[0].message
+    assert "no bundle at '../nowhere': no such folder" in problems[0].message
 
 
 def test_a_corrupt_bundle_is_an_error_at_its_line(project):

@@ -111,7 +111,8 @@ def write_site(folder: Path) -> None:
     site = yaml.safe_load((ROOT / "content" / "site.yaml").read_text(encoding="utf-8"))
     site.pop("labs", None)
     (folder / "content" / "site.yaml").write_text(yaml.safe_dump(site), encoding="utf-8")
-    (folder / "content" / "models").symlink_to(ROOT / "content" / "models")  # the in-page model's bundle
+    # the in-page model's bundle, copied (a link out of content/ is refused)
+    shutil.copytree(ROOT / "content" / "models", folder / "content" / "models")
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ Everything here is about what the author wrote; the numbers are in :mod:`.comput
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,10 +173,11 @@ def read_embeddings(reader: Reader, where: tuple, lab_dir: Path) -> EmbeddingsSp
                          f"{did_you_mean(rag_query, [q.id for q in queries])}; queries are listed under 'queries'")
         rag_k = reader.integer(where + ("rag", "k"), minimum=1, maximum=10) or 3
     runtime = reader.string(where + ("runtime",), required=False, multiline=False)
-    bundle = (lab_dir / runtime).resolve() if runtime else None
-    if bundle is not None and not (bundle / "bundle.json").is_file():
+    bundle = reader.folder(where + ("runtime",), lab_dir, "runtime") if runtime else None
+    if bundle is not None and not os.path.lexists(bundle / "bundle.json"):
         reader.error(where + ("runtime",), f"{runtime!r} is not a model bundle folder (no bundle.json in it); "
-                                           f"the committed one is content/models/all-minilm-l6-v2")
+                                           f"`labs models fetch all-minilm-l6-v2` writes one into content/models/")
+        bundle = None
     elif bundle is not None:
         from generator.kinds import BuildError
         from generator.runtime.site import bundle_at

@@ -4,6 +4,7 @@ read, every mistake at its line and column with what the tokenizer computed."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,11 +106,11 @@ def _text(reader: Reader, where: tuple, what: str) -> str | None:
 
 
 def _vocabulary(reader: Reader, where: tuple, lab_dir: Path):
-    written = reader.string(where, multiline=False)
-    if written is None:
+    folder = reader.folder(where, lab_dir, "vocabulary")  # within content/: the page publishes it
+    if folder is None:
         return None, None
-    folder = (lab_dir / written).resolve()
-    if not folder.is_dir() or not (vocabulary.is_bundle(folder) or (folder / "vocab.txt").is_file()):
+    written = reader.value(where)
+    if not (vocabulary.is_bundle(folder) or os.path.lexists(folder / "vocab.txt")):
         reader.error(where, f"no vocabulary at {written!r}: name a model bundle folder or a folder with a vocab.txt, "
                             f"relative to the lab's folder (e.g. ../../models/all-minilm-l6-v2)")
         return None, None
