@@ -7,20 +7,12 @@ from pathlib import Path
 
 import pytest
 from conftest import run_labs
+from test_tokens import edit  # replaces text once in the tokens lab's file; the line it was on
 
 ROOT = Path(__file__).resolve().parents[1].parent
 THEME = ROOT / "theme"
 
 pytestmark = pytest.mark.project("shipped")  # the project fixture (conftest.py) starts from it
-
-
-def edit(project: Path, name: str, old: str, new: str) -> int:
-    """Replace ``old`` (once) in the tokens lab's file; the 1-based line where it was."""
-    path = project / "content/labs/tokens" / name
-    text = path.read_text(encoding="utf-8")
-    assert text.count(old) == 1, old
-    path.write_text(text.replace(old, new), encoding="utf-8")
-    return text[: text.index(old)].count("\n") + 1
 
 
 def errors_at(capsys, project: Path, name: str, line: int) -> list[str]:
