@@ -17,7 +17,8 @@
      "quantization": {"scheme": "int8-symmetric-groupwise", "group": 32, "levels": 127,
                       "scale_dtype": "float16", "dequantize": "float32(q) * float32(scale)"},
      "tensors": {<name>: {"dtype": "int8" | "float16" | "float32", "shape": [...], "offset", "bytes"}},
-     "files": {<file name>: {"bytes", "sha256"}}}       # weights.bin, vocab.txt, tokenizer_config.json, LICENSE
+     "files": {<file name>: {"bytes", "sha256"}},       # weights.bin, vocab.txt, tokenizer_config.json, LICENSE
+     "reference": {"texts", "ids", "vectors"}}          # what the model computed at export (reference.py)
 
 The tensors (:func:`~generator.runtime.tensors.layout`): a weight matrix is ``<name>.q`` (int8, ``[out, in]``: each row is
 what one output sums over) and ``<name>.scales`` (float16, ``[out, ceil(in/32)]``) with a float32
@@ -51,6 +52,7 @@ from generator.models.wordpiece import MAX_SETTINGS_BYTES, MAX_VOCAB_BYTES, Word
 from generator.errors import BuildError, display_path
 from generator.filepolicy import read_limited, refused
 from generator.runtime import quantize
+from generator.runtime.reference import REFERENCE_TEXTS, check_reference, reference_outputs
 from generator.runtime.tensors import MATRICES, dequantized_weights, layout, quantized_tensors  # noqa: F401 (part of this module's API)
 
 FORMAT = "attention-labs-model-bundle"
@@ -165,6 +167,9 @@ def bundle_files(model_dir: Path, card: ModelCard = MINILM) -> dict[str, bytes]:
         table[name] = {"dtype": dtype, "shape": list(shape), "offset": len(blob), "bytes": array.nbytes}
         blob += array.tobytes()
     t = model.tokenizer
+    stored = {name: np.frombuffer(bytes(blob), dtype=_DTYPES[entry["dtype"]], count=math.prod(entry["shape"]),
+                                  offset=entry["offset"]).reshape(entry["shape"]) for name, entry in table.items()}
+    exported = BertModel(config=config, weights=dequantized_weights(stored, config), tokenizer=t, model_dir=model_dir)
     files: dict[str, bytes] = {
         WEIGHTS_FILE: bytes(blob),
         VOCAB_FILE: (model_dir / VOCAB_FILE).read_bytes(),
@@ -183,6 +188,7 @@ def bundle_files(model_dir: Path, card: ModelCard = MINILM) -> dict[str, bytes]:
                          "dequantize": "float32(q) * float32(scale)"},
         "tensors": table,
         "files": {name: {"bytes": len(data), "sha256": _sha256(data)} for name, data in sorted(files.items())},
+        "reference": reference_outputs(exported, REFERENCE_TEXTS),
     }
     return {BUNDLE_FILE: _json_bytes(meta), **files}
 
@@ -292,7 +298,8 @@ def read_bundle(folder: Path) -> Bundle:
     Checked: bundle.json's format, version, config and quantization; that every listed file is
     there with the listed size and SHA-256 (a shorter file is called truncated); that the tensor
     table is exactly :func:`layout` of the config, inside weights.bin, aligned; that the
-    tokenizer loads and its vocabulary fits the embedding table; that every weight is finite.
+    tokenizer loads and its vocabulary fits the embedding table; that every weight is finite; and
+    that the model computes the reference outputs stored at export (:mod:`.reference`).
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -336,7 +343,9 @@ def read_bundle(folder: Path) -> Bundle:
     largest = max(tokenizer.vocab.values())
     if largest >= config.vocab_size:
         raise _fail(folder / VOCAB_FILE, f"vocabulary has ids up to {largest} but the model has {config.vocab_size} token embeddings")
-    return Bundle(folder=folder, meta=meta, config=config, tensors=tensors, tokenizer=tokenizer)
+    bundle = Bundle(folder=folder, meta=meta, config=config, tensors=tensors, tokenizer=tokenizer)
+    check_reference(meta, reference_model(bundle), meta_path, folder / WEIGHTS_FILE, folder / VOCAB_FILE)
+    return bundle
 
 
 def reference_model(bundle: Bundle, dtype: type = np.float32) -> BertModel:
