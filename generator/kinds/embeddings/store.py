@@ -33,7 +33,8 @@ from generator.kinds import BuildError, Content, Diagnostic, display_path
 FORMAT = 1
 DEFAULT_NAME = "embeddings.json"
 POOLING = "mean of the last layer over the attention mask, then L2-normalised (sentence-transformers)"
-COMMAND = "labs embed --model DIR"
+FETCHED = "all-minilm-l6-v2"  # the checkpoint's name for `labs models fetch`
+COMMAND = "labs embed"
 
 
 def embed_texts(model, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -184,23 +185,45 @@ def add_commands(sub) -> None:
                                    "(embeddings.json), so builds need no checkpoint. Writes into content/.")
     e.add_argument("--content", type=Path, default=Path("content"), metavar="DIR",
                    help="content folder (default: content/)")
-    e.add_argument("--model", type=Path, required=True, metavar="DIR",
-                   help="local all-MiniLM-L6-v2 folder (config.json, model.safetensors, vocab.txt)")
+    e.add_argument("--model", type=Path, default=None, metavar="DIR",
+                   help="local all-MiniLM-L6-v2 folder (config.json, model.safetensors, vocab.txt); default: the one "
+                        f"`labs models fetch {FETCHED}` fetched")
     e.add_argument("--lab", action="append", metavar="SLUG", help="only this lab (repeatable)")
-    e.set_defaults(func=cmd_embed)
+    e.set_defaults(func=cmd_embed, usage_error=e.error)
+
+
+def _checkpoint(args: argparse.Namespace) -> Path:
+    """The checkpoint folder: --model, else the fetched one (every file checked against its pin)."""
+    if args.model is None:
+        from generator.models.store import locate
+
+        try:
+            return locate(FETCHED)
+        except BuildError as exc:
+            raise BuildError(f"{str(exc).removeprefix('error: ')}; or name a local checkpoint folder with --model DIR") from None
+    if not (args.model / "model.safetensors").is_file():
+        raise BuildError(f"{display_path(args.model)}/model.safetensors does not exist: --model names a local "
+                         f"checkpoint folder (config.json, model.safetensors, vocab.txt); `labs models fetch {FETCHED}` "
+                         f"fetches one, which `labs embed` then uses without --model")
+    return args.model
 
 
 def cmd_embed(args: argparse.Namespace, load: Callable[[Path], Content]) -> int:
-    if not (args.model / "model.safetensors").is_file():
-        raise BuildError(f"{display_path(args.model)}/model.safetensors does not exist: --model names a local "
-                         f"checkpoint folder (config.json, model.safetensors, vocab.txt)")
+    model_dir = _checkpoint(args)
     content = load(args.content)
-    labs = [lab for lab in content.labs if lab.kind == "embeddings" and (not args.lab or lab.slug in args.lab)]
+    labs = [lab for lab in content.labs if lab.kind == "embeddings"]
+    if args.lab:
+        known = [lab.slug for lab in labs]
+        unknown = [slug for slug in args.lab if slug not in known]
+        if unknown:
+            args.usage_error(f"argument --lab: {unknown[0]!r} is not a lab of kind 'embeddings' in "
+                             f"{display_path(args.content)}/ (those are: {', '.join(known) or 'none'})")
+        labs = [lab for lab in labs if lab.slug in args.lab]
     if not labs:
         print("no lab of kind 'embeddings'; nothing to do", flush=True)
     for lab in labs:
         texts = lab.spec.texts()
-        done, written = refresh(lab.spec.store, texts, args.model)
+        done, written = refresh(lab.spec.store, texts, model_dir)
         said = (f"{done} of {len(texts)} texts computed, the rest already stored" if written
                 else f"unchanged, all {len(texts)} texts already stored")
         print(f"{display_path(lab.spec.store)}: {said}", flush=True)
