@@ -107,6 +107,28 @@ def test_a_figure_over_max_drift_fails_at_its_line_and_nothing_fails_without_one
     assert inpage.accuracy(spec, lab.spec.widget, sha)[0] == acc
 
 
+@pytest.mark.parametrize("damage, message", [
+    (lambda a: np.full_like(a, np.nan), "computes NaN or infinite attention"),  # max(0, nan) was 0: "within 0.0"
+    (lambda a: np.where(np.arange(a.size).reshape(a.shape) == 7, np.inf, a), "computes NaN or infinite attention"),
+    (lambda a: a[:-1], "the bundle's model has 5 layers of 12 heads"),  # a broadcasting traceback before
+], ids=["all-nan", "one-infinite", "a-layer-short"])
+def test_a_bundle_whose_model_computes_nan_or_another_shape_fails_at_its_line(shipped_accuracy, monkeypatch,
+                                                                             damage, message):
+    lab, sha, _ = shipped_accuracy
+    real = inpage._bundle_reads
+
+    def damaged(bundle, text, model):
+        found = real(bundle, text, model)
+        return dataclasses.replace(found, attention=damage(found.attention))
+
+    monkeypatch.setattr(inpage, "_bundle_reads", damaged)
+    with pytest.raises(ContentError) as caught:
+        inpage.accuracy(lab.spec.model, lab.spec.widget, sha)
+    (d,) = caught.value.diagnostics
+    assert (d.line, d.column) == _line_col(LAB_YAML, "../../models/all-minilm-l6-v2")
+    assert message in d.message, d.message
+
+
 def test_a_bundle_of_another_checkpoint_is_not_offered(shipped_accuracy):
     lab, sha, acc = shipped_accuracy
     assert inpage.accuracy(lab.spec.model, lab.spec.widget, "0" * 64) == (None, [])
@@ -166,7 +188,7 @@ def test_a_bundle_that_is_not_a_folder_is_an_error_at_its_line(project):
     _, problems = load_lab(site, "attention")
     line, col = _line_col(lab_yaml, "../nowhere")
     assert [(p.line, p.column) for p in problems] == [(line, col)]
-    assert "bundle '../nowhere': no such folder" in problems[0].message
+    assert "no bundle at '../nowhere': no such folder" in problems[0].message
 
 
 def test_a_corrupt_bundle_is_an_error_at_its_line(project):

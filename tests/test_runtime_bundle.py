@@ -160,6 +160,49 @@ def test_a_missing_truncated_or_corrupt_file_is_a_build_error_naming_it(tiny, da
     assert str(caught.value).startswith(message)
 
 
+def rehash(folder: Path, name: str, data: bytes) -> None:
+    """Write ``data`` as the bundle's ``name`` and record its size and SHA-256 in bundle.json, as an
+    editor who knows the format would: every hash then agrees, and only the reference can tell."""
+    (folder / name).write_bytes(data)
+    edit_meta(folder, lambda m: m["files"][name].update(bytes=len(data), sha256=bundle._sha256(data)))
+
+
+def set_float32(folder: Path, tensor: str, value: float) -> None:
+    entry = json.loads((folder / "bundle.json").read_text())["tensors"][tensor]
+    data = bytearray((folder / "weights.bin").read_bytes())
+    data[entry["offset"]:entry["offset"] + entry["bytes"]] = np.full(entry["bytes"] // 4, value, "<f4").tobytes()
+    rehash(folder, "weights.bin", bytes(data))
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda b: set_float32(b, "layers.1.ln2.b", 0.5),
+     "bundle/weights.bin: error: the model computes another sentence vector for 'The cat sat on the mat"),
+    (lambda b: set_float32(b, "embeddings.ln.g", 3e38),  # every weight finite, the activations not
+     "bundle/weights.bin: error: the model computes NaN or infinite numbers on 'The cat sat on the mat"),
+    (lambda b: rehash(b, "vocab.txt", (b / "vocab.txt").read_bytes().replace(b"\ncat\n", b"\nkat\n")),
+     "bundle/vocab.txt: error: the tokenizer gives other token ids for 'The cat sat on the mat"),
+    (lambda b: edit_meta(b, lambda m: m["config"].update(layer_norm_eps=0.5)),
+     "bundle/weights.bin: error: the model computes another sentence vector"),
+    (lambda b: edit_meta(b, lambda m: m.pop("reference")), "bundle/bundle.json: error: 'reference' must hold"),
+    (lambda b: edit_meta(b, lambda m: m["reference"]["vectors"][0].__setitem__(0, float("nan"))),
+     "bundle/bundle.json: error: 'reference' vector of 'The cat sat on the mat"),
+])
+def test_a_bundle_changed_consistently_with_its_hashes_is_not_the_model_it_was(tiny, change, message):
+    read_bundle(Path("bundle"))
+    change(tiny)
+    with pytest.raises(BuildError) as caught:
+        read_bundle(Path("bundle"))
+    assert str(caught.value).startswith(message), str(caught.value)
+
+
+def test_the_reference_is_what_the_exported_model_computes(tiny):
+    from generator.runtime.reference import REFERENCE_TEXTS, reference_outputs
+
+    read = read_bundle(tiny)
+    assert read.meta["reference"] == reference_outputs(reference_model(read), REFERENCE_TEXTS)
+    assert all(abs(np.linalg.norm(v) - 1) < 1e-6 for v in read.meta["reference"]["vectors"])
+
+
 # ---- the committed bundle -------------------------------------------------------------------------
 
 def test_the_committed_bundle_is_at_most_25_mb_and_reads_back():

@@ -47,9 +47,16 @@ def _bundle_id(path: Path) -> str:
 
 
 def _stamp(folder: Path) -> tuple:
-    """What changes when a bundle folder's files change: each file's size and modification time."""
+    """What changes when a bundle folder's files change: each file's kind, size and modification
+    time, and where a link leads."""
+    def one(p: Path) -> tuple:
+        try:
+            st = p.stat()
+            return p.name, st.st_mode, st.st_size, st.st_mtime_ns, os.readlink(p) if p.is_symlink() else ""
+        except OSError:  # a dangling link or a loop: read_bundle says what is wrong
+            return p.name, 0, 0, 0, ""
     try:
-        return tuple(sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir()))
+        return tuple(sorted(one(p) for p in folder.iterdir()))
     except OSError:
         return ()
 

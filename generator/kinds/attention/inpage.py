@@ -118,10 +118,16 @@ def sentence_drift(spec, texts: Sequence[str], entries: Mapping[str, Mapping]) -
     except OtherWords as exc:
         raise ContentError([Diagnostic(*spec.bundle_at, f"the bundle's tokenizer splits {exc.args[0]!r} into other "
                                        f"words than {spec.cache_shown}")]) from None
+    except OtherShape as exc:
+        raise ContentError([Diagnostic(*spec.bundle_at, exc.args[0])]) from None
 
 
 class OtherWords(ValueError):
     """The bundle's tokenizer splits a sentence (the argument) into other words than its entry has."""
+
+
+class OtherShape(ValueError):
+    """The bundle's model is not the full model's shape, or computes NaN or infinite attention (the message)."""
 
 
 def drift_figures(bundle, texts: Sequence[str], entries: Mapping[str, Mapping]) -> dict[str, float]:
@@ -168,7 +174,15 @@ def drift_figures(bundle, texts: Sequence[str], entries: Mapping[str, Mapping]) 
     for text in texts:
         _READ.move_to_end((ident, text))
         full = np.asarray(entries[text]["attention"], dtype=np.float64) / 10  # per mille -> percent
-        out[text] = round(float(np.abs(_READ[ident, text] * 100 - full).max()), 4)
+        mine = _READ[ident, text]
+        if mine.shape != full.shape:  # another number of layers or heads than the full model's
+            raise OtherShape(f"the bundle's model has {mine.shape[0]} layers of {mine.shape[1]} heads, the full "
+                             f"model's attention {full.shape[0]} of {full.shape[1]}: not the same model")
+        moved = float(np.abs(mine * 100 - full).max())
+        if not math.isfinite(moved):  # max(worst, nan) would keep the old worst: say so instead
+            raise OtherShape(f"the bundle's 8-bit model computes NaN or infinite attention on {text!r}: "
+                             f"its weights overflow float32")
+        out[text] = round(moved, 4)
     while len(_READ) > _READ_MAX:
         _READ.popitem(last=False)
     return out

@@ -147,12 +147,8 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
             reader.error(where + ("cache",), f"cache {cache_name!r} must be inside the lab folder")
             cache = None
     checkpoint = (lab_dir / checkpoint_name).resolve() if checkpoint_name else None
-    bundle_name = reader.string(where + ("bundle",), required=False, multiline=False)
-    bundle = (lab_dir / bundle_name).resolve() if bundle_name else None
-    if bundle is not None and not bundle.is_dir():
-        reader.error(where + ("bundle",), f"bundle {bundle_name!r}: no such folder ({display_path(bundle)}); "
-                     "it names a model bundle folder (bundle.json, weights.bin, vocab.txt, LICENSE), relative to the lab")
-        bundle = None
+    bundle_name = reader.value(where + ("bundle",))
+    bundle = reader.folder(where + ("bundle",), lab_dir, "bundle") if bundle_name else None
     from generator.kinds.attention.inpage import read_max_drift
 
     max_drift = read_max_drift(reader, where + ("max_drift",), bundle_name)
