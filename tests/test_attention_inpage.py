@@ -109,21 +109,29 @@ def test_a_figure_over_max_drift_fails_at_its_line_and_nothing_fails_without_one
 
 @pytest.mark.parametrize("damage, message", [
     (lambda a: np.full_like(a, np.nan), "computes NaN or infinite attention"),  # max(0, nan) was 0: "within 0.0"
-    (lambda a: np.where(np.arange(a.size).reshape(a.shape) == 7, np.inf, a), "computes NaN or infinite attention"),
-    (lambda a: a[:-1], "the bundle's model has 5 layers of 12 heads"),  # a broadcasting traceback before
+    (lambda a: np.where(np.arange(a.shape[-1]) == 0, np.inf, a), "computes NaN or infinite attention"),
+    (lambda a: a[:, :-1], "the bundle's model has 5 layers of 12 heads"),  # a broadcasting traceback before
 ], ids=["all-nan", "one-infinite", "a-layer-short"])
 def test_a_bundle_whose_model_computes_nan_or_another_shape_fails_at_its_line(shipped_accuracy, monkeypatch,
                                                                              damage, message):
+    """The figures a build computes (those the cache lacks) come from the bundle's forward pass:
+    damaged here, after the pass, as a model whose weights overflow would give them."""
+    from generator.models import bert
+
     lab, sha, _ = shipped_accuracy
-    real = inpage._bundle_reads
+    real = bert.bert_forward
 
-    def damaged(bundle, text, model):
-        found = real(bundle, text, model)
-        return dataclasses.replace(found, attention=damage(found.attention))
+    def damaged(*args, **kwargs):
+        found = real(*args, **kwargs)
+        return dataclasses.replace(found, attentions=damage(found.attentions))  # [B, L, H, n, n]
 
-    monkeypatch.setattr(inpage, "_bundle_reads", damaged)
+    monkeypatch.setattr(bert, "bert_forward", damaged)
+    monkeypatch.setattr(inpage, "_READ", type(inpage._READ)())  # nothing read before: every sentence is run
+    cache = cachefile.load_cache_arrays(lab.spec.model.cache)
+    texts = inpage.lab_texts(lab.spec.model, lab.spec.widget)[:2]
+    entries = {text: cachefile.cache_lookup(cache, sha, text) for text in texts}
     with pytest.raises(ContentError) as caught:
-        inpage.accuracy(lab.spec.model, lab.spec.widget, sha)
+        inpage.sentence_drift(lab.spec.model, texts, entries)
     (d,) = caught.value.diagnostics
     assert (d.line, d.column) == _line_col(LAB_YAML, "../../models/all-minilm-l6-v2")
     assert message in d.message, d.message
