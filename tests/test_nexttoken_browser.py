@@ -1,0 +1,110 @@
+"""Lab 06 (the next-token kind) in a real Chromium, on the shipped site: a token's detail by
+keyboard equals the stored numbers, axe-core in light and dark, both screen sizes, and the first
+visit's weight. The page ships no model, so nothing here loads one."""
+
+from __future__ import annotations
+
+import gzip
+import math
+import re
+
+import pytest
+from conftest import lab_data
+from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
+    ARTIFACTS, _watched_context, axe, context, everything_in, page, settle, shipped, sites, watch,
+)
+
+pytestmark = pytest.mark.browser
+LAB = "labs/next-token/"
+FIRST_VISIT_GZIP = 35_000  # bytes: the page and every file it loads before the learner asks for more
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # pragma: no cover - the browser fixture reports it
+    expect = None
+
+
+def _data(shipped) -> dict:
+    return lab_data((shipped.folder / LAB / "index.html").read_text(encoding="utf-8"))
+
+
+def _open(page, shipped):
+    page.goto(shipped.url("http", LAB))
+    expect(page.locator("#next-token")).to_have_attribute("data-ready", "true")
+
+
+def test_a_tokens_detail_by_keyboard_is_its_stored_probability_surprise_and_top_5(page, shipped):
+    data = _data(shipped)
+    _open(page, shipped)
+    fox = next(i for i, t in enumerate(data["texts"]) if t["id"] == "fox")
+    text = data["texts"][fox]
+    k = text["least"]
+    tokens = page.locator(f'.nt-text[data-text="{fox}"] .nt-tok[data-prob]')
+    assert tokens.count() == len(text["p"])
+    assert [float(x) for x in tokens.evaluate_all("bs => bs.map(b => b.dataset.prob)")] == text["p"]
+    tokens.nth(k - 1).focus()
+    page.keyboard.press("Tab")  # the keyboard alone: on to the least likely token, then Enter
+    page.keyboard.press("Enter")
+    expect(tokens.nth(k)).to_have_attribute("aria-pressed", "true")
+    head = page.locator(".nt-detail-head").inner_text()
+    bits = -math.log2(text["p"][k])
+    assert f"{bits:.2f} bits" in head, head
+    rows = page.locator(".nt-top tbody tr")
+    assert rows.count() == 5
+    shown = [r.replace("␣", " ").replace("↵", "\n") for r in rows.locator("th").all_inner_texts()]
+    assert shown == [data["tok"][str(j)] for j, _ in text["top"][k]]
+    # The guess after the text: its own button, the five likeliest next tokens.
+    page.locator(f'.nt-text[data-text="{fox}"] .nt-next').click()
+    assert "After the whole text" in page.locator(".nt-detail-head").inner_text()
+    first = float(re.sub(r"[^\d.]", "", rows.nth(0).locator("td").nth(0).inner_text()))
+    assert first == pytest.approx(100 * text["top"][-1][0][1], rel=1e-2)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_axe_finds_no_violations_on_the_next_token_lab(page, shipped, axe, scheme):
+    page.emulate_media(color_scheme=scheme)
+    _open(page, shipped)
+    page.locator(".nt-tok").nth(1).click()
+    everything_in(page)
+    settle(page)
+    results = axe.run(page)
+    assert results.violations_count == 0, results.generate_report()
+
+
+@pytest.mark.parametrize("width,height", [(1280, 800), (375, 812)], ids=["desktop", "phone"])
+def test_next_token_screenshots_and_no_sideways_scrolling(browser, watch, shipped, width, height):
+    ARTIFACTS.mkdir(exist_ok=True)
+    for scheme in ("light", "dark"):
+        ctx = _watched_context(browser, watch, width, height, device_scale_factor=1)
+        try:
+            page = ctx.new_page()
+            page.emulate_media(color_scheme=scheme)
+            _open(page, shipped)
+            page.locator(".nt-tok").nth(1).click()
+            settle(page)
+            name = f"next-token-{width}x{height}-{scheme}.png"
+            page.locator("#try-it").screenshot(path=str(ARTIFACTS / name))
+            assert (ARTIFACTS / name).stat().st_size > 5_000
+            overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+            assert overflow <= 0, f"lab 06 scrolls sideways by {overflow}px at {width}x{height}"
+        finally:
+            ctx.close()
+    assert not watch.problems, watch.problems
+
+
+def test_the_first_visit_is_within_35_kb_gzip(page, shipped):
+    """Every response the page gets until it is ready and idle, each gzipped alone, added up."""
+    sizes: dict[str, int] = {}
+
+    def took(response):
+        try:
+            sizes[response.url] = len(gzip.compress(response.body(), 9))
+        except Exception:  # a redirect or an aborted request has no body
+            pass
+
+    page.on("response", took)
+    _open(page, shipped)
+    page.wait_for_load_state("networkidle")
+    total = sum(sizes.values())
+    print(f"lab 06 first visit: {len(sizes)} files, {total:,} bytes gzipped")
+    assert total <= FIRST_VISIT_GZIP, sorted(sizes.items(), key=lambda kv: -kv[1])
