@@ -122,7 +122,7 @@ def test_the_next_token_page_documents_every_key_and_its_example_builds(tmp_path
         assert heading in text, heading
     for key in ("prompt", "model", "texts", "texts[].id", "texts[].text", "texts[].note", "default", "cache",
                 "cache.text", "cache.steps", "cache.bytes", "cache.tokens", "cache.models", "cache.models[].source",
-                "claims", "answer", "choices", "tokens"):
+                "your-text", "claims", "answer", "choices", "tokens"):
         assert f"`{key}`" in text, key
     code, err = _check_example(tmp_path, monkeypatch, capsys, "next-token")
     assert code == 0, err

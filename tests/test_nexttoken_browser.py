@@ -1,6 +1,6 @@
 """Lab 06 (the next-token kind) in a real Chromium, on the shipped site: a token's detail by
 keyboard equals the stored numbers, axe-core in light and dark, both screen sizes, and the first
-visit's weight. The page ships no model, so nothing here loads one."""
+visit's weight; and, marked ``reference``, the learner's own text scored in the page against transformers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import math
 import re
 
 import pytest
-from conftest import lab_data
+from conftest import lab_data, reference
+from llama_fixtures import smollm2_gguf
 from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
     ARTIFACTS, _watched_context, axe, context, everything_in, page, settle, shipped, sites, watch,
 )
@@ -108,3 +109,40 @@ def test_the_first_visit_is_within_35_kb_gzip(page, shipped):
     total = sum(sizes.values())
     print(f"lab 06 first visit: {len(sizes)} files, {total:,} bytes gzipped")
     assert total <= FIRST_VISIT_GZIP, sorted(sizes.items(), key=lambda kv: -kv[1])
+
+
+HELD_OUT = "Bees turn the nectar of flowers into honey, and they store it in wax cells."
+
+
+@pytest.mark.reference
+def test_your_text_scored_in_the_page_is_transformers_within_half_a_point(page, shipped):
+    """The learner's own text, typed and scored in the page (the decoder loaded on request), against
+    transformers' GGUF-loaded SmolLM2 on the same ids: every token's data-prob within 0.5 points."""
+    torch = reference("torch")
+    transformers = reference("transformers")
+    reference("accelerate")
+    path = smollm2_gguf()
+    _open(page, shipped)
+    assert not page.evaluate("!!(window.Labs.runtime && window.Labs.runtime.load)")  # nothing loaded yet
+    page.get_by_role("button", name=re.compile(r"Load the model \(\d+ MB\)")).click()
+    expect(page.locator("#nt-own-form")).to_be_visible(timeout=300_000)
+    page.locator("#nt-own-input").fill(HELD_OUT)
+    page.keyboard.press("Enter")
+    expect(page.locator("#nt-own-out")).to_have_attribute("data-ready", "true", timeout=300_000)
+    ids = page.evaluate("Labs.code.nextToken.data.texts.at(-1).ids")
+    shown = [float(x) for x in page.locator("#nt-own-out .nt-tok[data-prob]").evaluate_all(
+        "bs => bs.map(b => b.dataset.prob)")]
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    assert ids[1:] == tokenizer(HELD_OUT, add_special_tokens=False)["input_ids"]
+    assert ids[0] == tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    model = transformers.AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
+    with torch.no_grad():
+        probs = torch.softmax(model(torch.tensor([ids])).logits[0].double(), -1).numpy()
+    theirs = probs[range(len(ids) - 1), ids[1:]]
+    gap = max(abs(a - b) for a, b in zip(shown, theirs))
+    print(f"your text: {len(shown)} tokens, largest gap of data-prob to transformers {100 * gap:.4f} points")
+    assert len(shown) == len(ids) - 1 > 10
+    assert gap < 0.005
+    # Its detail works as the authored texts' do.
+    page.locator("#nt-own-out .nt-tok").nth(3).click()
+    assert "bits" in page.locator(".nt-detail-head").inner_text()

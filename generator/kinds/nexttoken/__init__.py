@@ -20,14 +20,16 @@ Author-facing syntax (``lab.yaml``; docs/kinds/next-token.md has every key)::
         models:                                # published configs, for the size by formula (0 to 4)
           - {id: llama-3.1-8b, name: Llama 3.1 8B, layers: 32, heads: 32, kv_heads: 8, head_dim: 128,
              context: 131072, source: "https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json"}
+      your-text: true                          # optional: offer to load the model (130 MB) and score
+                                               # the learner's own text in the page (default false)
       claims:                                  # optional, checked at build (reading.CLAIM_FORMS)
         - perplexity of "capital" < 30
         - after "capital", " Paris" is the top guess from layer 30 on
 
 The numbers come from the NumPy decoder (:mod:`generator.models.llama`, SmolLM2-135M-Instruct's
 GGUF) through :mod:`.compute`, one record per text, and the claims and answer keys are checked
-against those records (:mod:`.claims`, :mod:`.questions`). The page shows the authored texts only:
-it ships no model.
+against those records (:mod:`.claims`, :mod:`.questions`). The learner's own text is scored in the
+page by the same GGUF (:mod:`generator.runtime`, its decoder), loaded only when the learner asks.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from generator.kinds import Computed, ContentError, Diagnostic, KindQuestion, Lab, LabKind, ModelUse, Reader
+from generator.kinds import (BuildError, Computed, ContentError, Diagnostic, KindQuestion, Lab, LabKind, ModelUse,
+                             PageData, Reader)
 from generator.kinds.nexttoken import payload as pages
 from generator.kinds.nexttoken import questions, records
 from generator.kinds.nexttoken.claims import Numbers, check_claims
@@ -92,6 +95,17 @@ class NextTokenKind(LabKind):
             raise ContentError(problems)
         return Computed(payload=pages.payload(spec, nums), problems=check_claims(spec, nums))
 
+    def page(self, lab: Lab, payload: Any) -> PageData:
+        return PageData({**payload, "live": _live()} if lab.spec.your_text else payload)
+
+    def site_files(self, labs: Sequence[Lab], options: Mapping[str, Any], store: Path | None) -> Mapping[str, bytes]:
+        path = _model_path()
+        if path is None or not any(lab.spec.your_text for lab in labs):
+            return {}
+        from generator.runtime.site import decoder_site_files
+
+        return decoder_site_files(path)
+
     def compute_inputs(self, lab: Lab, options: Mapping[str, Any]) -> tuple[bytes, Sequence[Path]]:
         data, _ = super().compute_inputs(lab, options)
         return data, (decoded.path_for(lab.spec.lab_dir),)
@@ -106,6 +120,26 @@ class NextTokenKind(LabKind):
         # The example's results, computed by `labs decode` like any lab's, so the new lab builds at once.
         stored = (Path(__file__).parent / "scaffold-decoded.json").read_text(encoding="utf-8")
         return {"lab.yaml": LAB_YAML, "questions": QUESTIONS, decoded.FILE_NAME: stored}
+
+
+def _model_path() -> Path | None:
+    from generator.models import store
+
+    try:
+        return store.locate(MODEL)
+    except BuildError:
+        return None
+
+
+def _live() -> dict[str, Any]:
+    """What the page needs to load the model for the learner's own text, or why it cannot."""
+    path = _model_path()
+    if path is None:
+        return {"reason": f"This copy of the site was built without the model ({MODEL}), so your own text "
+                          f"cannot be scored here; the texts above were computed when it was built."}
+    from generator.runtime.site import decoder_page_ref
+
+    return decoder_page_ref(path)
 
 
 LAB_YAML = """\

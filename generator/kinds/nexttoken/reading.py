@@ -75,6 +75,7 @@ class NextTokenSpec:
     default_token: str | None  # the token the page opens on (its text); None: the guess after the text
     cache: CacheSpec
     claims: tuple[Claim, ...]
+    your_text: bool  # the page offers to load the model and score the learner's own text
     at: Diagnostic  # the section's key
     lab_dir: Path  # where the lab's stored results are (generator.runtime.decoded)
 
@@ -231,7 +232,7 @@ def _cache(reader: Reader, where: tuple, texts: list[Text]) -> CacheSpec | None:
 
 def read_next_token(reader: Reader, where: tuple, lab_dir: Path) -> NextTokenSpec | None:
     if reader.mapping(where, required=("texts",),
-                      optional=("prompt", "model", "default", "cache", "claims")) is None:
+                      optional=("prompt", "model", "default", "cache", "claims", "your-text")) is None:
         return None
     errors = len(reader.diags.items)
     prompt = reader.string(where + ("prompt",), required=False, multiline=False) or ""
@@ -259,7 +260,8 @@ def read_next_token(reader: Reader, where: tuple, lab_dir: Path) -> NextTokenSpe
             claim = read_claim(reader, where + ("claims", i), text, set(ids), models)
             if claim is not None:
                 claims.append(claim)
+    your_text = reader.boolean(where + ("your-text",))  # None when absent: off
     if len(reader.diags.items) > errors or cache is None or not texts:
         return None
     return NextTokenSpec(prompt, model, tuple(texts), default_text, default_token, cache, tuple(claims),
-                         reader.doc.diagnostic(where, "", key=True), Path(lab_dir))
+                         bool(your_text), reader.doc.diagnostic(where, "", key=True), Path(lab_dir))

@@ -46,6 +46,9 @@
     if (!b) return;
     show(Number(b.closest(".nt-text").dataset.text), Number(b.dataset.at));
   });
+  // The learner's own text (30-own.js) joins data.texts and is shown through the same detail.
+  window.Labs.code = window.Labs.code || {};
+  window.Labs.code.nextToken = { data, show, shown, pct };
   const T0 = data.start.text, at0 = data.start.position;
   show(T0, Math.min(at0, data.texts[T0].ids.length - 1));
   root.dataset.ready = "true";
