@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import math
 import re
+from pathlib import Path
 
 import pytest
 from conftest import lab_data, reference
@@ -15,7 +16,10 @@ from test_browser import (  # noqa: F401 — fixtures shared with the attention 
     ARTIFACTS, _watched_context, axe, context, everything_in, page, settle, shipped, sites, watch,
 )
 
+from generator.runtime import decoded
+
 pytestmark = pytest.mark.browser
+ROOT = Path(__file__).resolve().parents[1]
 LAB = "labs/next-token/"
 FIRST_VISIT_GZIP = 35_000  # bytes: the page and every file it loads before the learner asks for more
 
@@ -146,3 +150,26 @@ def test_your_text_scored_in_the_page_is_transformers_within_half_a_point(page, 
     # Its detail works as the authored texts' do.
     page.locator("#nt-own-out .nt-tok").nth(3).click()
     assert "bits" in page.locator(".nt-detail-head").inner_text()
+
+
+def test_clicking_a_token_reads_the_logit_lens_where_it_was_predicted(page, shipped):
+    """The lens table follows the clicked token: its rows are the stored NumPy readings (the
+    script beside the page, within 1e-4 of decoded.json's), loaded on the first click."""
+    data = _data(shipped)
+    stored = {e.inputs["text"]: e.result for e in decoded.load(ROOT / "content" / LAB).entries.values()
+              if e.computation == "next-token-text"}
+    _open(page, shipped)
+    fox = next(i for i, t in enumerate(data["texts"]) if t["id"] == "fox")
+    record = stored[data["texts"][fox]["text"]]
+    k = len(record["ids"]) - 3  # " dog"
+    page.locator(f'.nt-text[data-text="{fox}"] .nt-tok[data-at="{k}"]').click()
+    expect(page.locator(".nt-lens")).to_have_attribute("data-at", f"{fox}:{k}")
+    lens = page.evaluate(f"Labs.data.nextTokenLens{fox}.lens[{k}]")
+    want = record["lens"][k]
+    assert [row[0] for row in lens] == [row[0] for row in want]
+    assert max(abs(a - b) for got, row in zip(lens, want) for a, b in zip(got[1:], row[1:])) <= 1e-4
+    rows = page.locator("#nt-lens-body tr")
+    assert rows.count() == len(want) == 31
+    last = rows.nth(30).locator("td").nth(0).inner_text().replace("␣", " ")
+    assert last == record["text"][str(want[-1][0])]
+    assert "“ dog” (the target)" in page.locator("#nt-lens-where").inner_text()

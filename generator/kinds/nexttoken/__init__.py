@@ -41,6 +41,7 @@ from typing import Any
 
 from generator.kinds import (BuildError, Computed, ContentError, Diagnostic, KindQuestion, Lab, LabKind, ModelUse,
                              PageData, Reader)
+from generator.kinds.helpers import lazy_script
 from generator.kinds.nexttoken import payload as pages
 from generator.kinds.nexttoken import questions, records
 from generator.kinds.nexttoken.claims import Numbers, check_claims
@@ -93,10 +94,20 @@ class NextTokenKind(LabKind):
         problems = _layout_problems(spec, nums)
         if problems:
             raise ContentError(problems)
-        return Computed(payload=pages.payload(spec, nums), problems=check_claims(spec, nums))
+        lens = {t.id: pages.lens_file(nums.texts[t.id]) for t in spec.texts}
+        return Computed(payload={**pages.payload(spec, nums), "lens_files": lens}, problems=check_claims(spec, nums))
 
     def page(self, lab: Lab, payload: Any) -> PageData:
-        return PageData({**payload, "live": _live()} if lab.spec.your_text else payload)
+        data = {k: v for k, v in payload.items() if k != "lens_files"}
+        files, names = {}, []
+        for i, (ident, lens) in enumerate(payload["lens_files"].items()):  # texts' order: Labs.data.nextTokenLens<i>
+            name, script = lazy_script(f"lens-{ident}.js", f"nextTokenLens{i}", lens)
+            files[name] = script
+            names.append(name)
+        data["lens_files"] = names
+        if lab.spec.your_text:
+            data["live"] = _live()
+        return PageData(data, files)
 
     def site_files(self, labs: Sequence[Lab], options: Mapping[str, Any], store: Path | None) -> Mapping[str, bytes]:
         path = _model_path()

@@ -2,7 +2,9 @@
 
 Embedded (``#lab-data``), for the first paint: the model's numbers, every text's tokens with the
 probability of each and the top alternatives at each position, each text's cross-entropy and
-perplexity, the logit lens of the token the page opens on, the KV cache's steps and sizes.
+perplexity, the logit lens of the token the page opens on, the KV cache's steps and sizes. Beside
+the page, loaded when the learner clicks a token: a text's logit lens at every position
+(``lens-<id>``, a ``Labs.data`` script).
 
 Probabilities go to the page with 4 significant digits: what it shows (a percentage, a bar) needs
 no more, and they stay within 10⁻⁴ of the stored ones.
@@ -85,3 +87,9 @@ def payload(spec: NextTokenSpec, nums: Numbers) -> dict[str, Any]:
                   "new": [[j, p4(p)] for j, p in nums.greedy["new"]], "bytes": bytes_per,
                   "tokens": list(spec.cache.tokens), "models": table},
     }
+
+
+def lens_file(record: dict[str, Any]) -> dict[str, Any]:
+    """A text's logit lens at every position, with the texts of the tokens it names: loaded beside
+    the page when the learner clicks a token of that text."""
+    return {"lens": [_lens(rows) for rows in record["lens"]], "tok": _tokens([record], ("lens",))}

@@ -41,10 +41,33 @@
     root.querySelector(`.nt-text[data-text="${textIndex}"] .nt-tok[data-at="${at}"]`)?.setAttribute("aria-pressed", "true");
   }
 
+  /* The logit lens where token `at` of text `textIndex` was predicted: an authored text's from the
+     script beside the page (payload.lens_file), loaded on the first click on that text. */
+  const lensBody = document.getElementById("nt-lens-body"), lensWhere = document.getElementById("nt-lens-where");
+  const pctCell = p => p >= 0.0001 ? String(+(100 * p).toPrecision(3)) + "%" : "under 0.01%";
+  async function lens(textIndex, at) {
+    const src = data.lens_files?.[textIndex];
+    if (!src || !lensBody) return;
+    try { await u.load(src); } catch { return; }
+    const L = window.Labs.data[`nextTokenLens${textIndex}`], T = data.texts[textIndex], n = T.ids.length - 1;
+    if (!L) return;
+    const word = id => L.tok[String(id)] ?? data.tok[String(id)] ?? "?";
+    lensBody.replaceChildren(...L.lens[at].map(([j, p, t], l) => h("tr", {}, [
+      h("th", { scope: "row" }, [l === 0 ? "embeddings" : String(l)]), h("td", { class: "nt-mono" }, [shown(word(j))]),
+      h("td", {}, [pctCell(p)]), h("td", {}, [pctCell(t)])])));
+    const before = T.ids.slice(1, at + 1).map(word).join("");
+    lensWhere.textContent = at < n
+      ? `Here: after “${before}”, where the text goes on with “${word(T.ids[at + 1])}” (the target).`
+      : `Here: after “${before}”, reading the model's own top guess as the target.`;
+    lensBody.closest("table").dataset.at = `${textIndex}:${at}`;
+  }
+
   root.addEventListener("click", ev => {
     const b = ev.target.closest(".nt-tok");
     if (!b) return;
-    show(Number(b.closest(".nt-text").dataset.text), Number(b.dataset.at));
+    const textIndex = Number(b.closest(".nt-text").dataset.text), at = Number(b.dataset.at);
+    show(textIndex, at);
+    lens(textIndex, at);
   });
   // The learner's own text (30-own.js) joins data.texts and is shown through the same detail.
   window.Labs.code = window.Labs.code || {};
