@@ -121,7 +121,8 @@ HELD_OUT = "Bees turn the nectar of flowers into honey, and they store it in wax
 @pytest.mark.reference
 def test_your_text_scored_in_the_page_is_transformers_within_half_a_point(page, shipped):
     """The learner's own text, typed and scored in the page (the decoder loaded on request), against
-    transformers' GGUF-loaded SmolLM2 on the same ids: every token's data-prob within 0.5 points."""
+    transformers' GGUF-loaded SmolLM2 on the same ids: every token's data-prob within 0.5 points; its
+    logit lens, read in the page, NumPy's within 1e-4."""
     torch = reference("torch")
     transformers = reference("transformers")
     reference("accelerate")
@@ -147,9 +148,21 @@ def test_your_text_scored_in_the_page_is_transformers_within_half_a_point(page, 
     print(f"your text: {len(shown)} tokens, largest gap of data-prob to transformers {100 * gap:.4f} points")
     assert len(shown) == len(ids) - 1 > 10
     assert gap < 0.005
-    # Its detail works as the authored texts' do.
-    page.locator("#nt-own-out .nt-tok").nth(3).click()
+    # Its detail works as the authored texts' do, and its logit lens, read in the page, is NumPy's
+    # within 1e-4 (the build's compute.read_text on the same text).
+    index = page.evaluate("Labs.code.nextToken.data.texts.length - 1")
+    page.locator("#nt-own-out .nt-tok").nth(5).click()
     assert "bits" in page.locator(".nt-detail-head").inner_text()
+    expect(page.locator(".nt-lens")).to_have_attribute("data-at", f"{index}:5", timeout=120_000)
+    from generator.kinds.nexttoken import compute
+    from generator.models import llama
+
+    want = compute.read_text(llama.cached_model(path), HELD_OUT)
+    assert want["ids"] == ids
+    for at in (5, len(ids) - 1):
+        got = page.evaluate(f"Labs.code.nextToken.liveLens({index}, {at})")
+        assert [row[0] for row in got] == [row[0] for row in want["lens"][at]], at
+        assert max(abs(a - b) for g, w in zip(got, want["lens"][at]) for a, b in zip(g[1:], w[1:])) <= 1e-4, at
 
 
 def test_clicking_a_token_reads_the_logit_lens_where_it_was_predicted(page, shipped):

@@ -46,13 +46,20 @@
   const lensBody = document.getElementById("nt-lens-body"), lensWhere = document.getElementById("nt-lens-where");
   const pctCell = p => p >= 0.0001 ? String(+(100 * p).toPrecision(3)) + "%" : "under 0.01%";
   async function lens(textIndex, at) {
-    const src = data.lens_files?.[textIndex];
-    if (!src || !lensBody) return;
-    try { await u.load(src); } catch { return; }
-    const L = window.Labs.data[`nextTokenLens${textIndex}`], T = data.texts[textIndex], n = T.ids.length - 1;
-    if (!L) return;
-    const word = id => L.tok[String(id)] ?? data.tok[String(id)] ?? "?";
-    lensBody.replaceChildren(...L.lens[at].map(([j, p, t], l) => h("tr", {}, [
+    const src = data.lens_files?.[textIndex], T = data.texts[textIndex], n = T.ids.length - 1;
+    if (!lensBody) return;
+    let rows, names = {};
+    if (src) {
+      try { await u.load(src); } catch { return; }
+      const L = window.Labs.data[`nextTokenLens${textIndex}`];
+      if (!L) return;
+      rows = L.lens[at], names = L.tok;
+    } else if (NT.liveLens) {  // the learner's own text: read in the page (30-own.js)
+      rows = await NT.liveLens(textIndex, at);
+      if (!rows) return;
+    } else return;
+    const word = id => names[String(id)] ?? data.tok[String(id)] ?? "?";
+    lensBody.replaceChildren(...rows.map(([j, p, t], l) => h("tr", {}, [
       h("th", { scope: "row" }, [l === 0 ? "embeddings" : String(l)]), h("td", { class: "nt-mono" }, [shown(word(j))]),
       h("td", {}, [pctCell(p)]), h("td", {}, [pctCell(t)])])));
     const before = T.ids.slice(1, at + 1).map(word).join("");
@@ -71,7 +78,7 @@
   });
   // The learner's own text (30-own.js) joins data.texts and is shown through the same detail.
   window.Labs.code = window.Labs.code || {};
-  window.Labs.code.nextToken = { data, show, shown, pct };
+  const NT = window.Labs.code.nextToken = { data, show, shown, pct, liveLens: null };
   const T0 = data.start.text, at0 = data.start.position;
   show(T0, Math.min(at0, data.texts[T0].ids.length - 1));
   root.dataset.ready = "true";

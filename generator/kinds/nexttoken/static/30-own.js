@@ -61,6 +61,24 @@
   });
   cancel.addEventListener("click", () => abort?.abort());
 
+  /* The logit lens of the own text at `at`, as the build's compute.read_text reads it: per reading
+     (the embeddings, then each layer) the top token, its probability and the target's — the text's
+     next token, or after the text the model's own top guess. model.lens replays the position. */
+  NT.liveLens = async (textIndex, at) => {
+    const T = data.texts[textIndex];
+    if (!model || T?.id !== "own") return null;
+    await model.prefill(T.ids);
+    const r = await model.lens(at), V = r.vocab, P = r.probabilities, rows = [];
+    const argmax = l => { let b = 0; for (let j = 1; j < V; j++) if (P[l * V + j] > P[l * V + b]) b = j; return b; };
+    const target = at < T.ids.length - 1 ? T.ids[at + 1] : argmax(r.layers - 1);
+    for (let l = 0; l < r.layers; l++) {
+      const j = argmax(l);
+      data.tok[String(j)] ??= tokenText(j);
+      rows.push([j, P[l * V + j], P[l * V + target]]);
+    }
+    return rows;
+  };
+
   form.addEventListener("submit", async ev => {
     ev.preventDefault();
     const text = input.value;
