@@ -12,6 +12,7 @@
   const $ = id => document.getElementById(id);
   const status = $("nt-own-status"), load = $("nt-own-load"), cancel = $("nt-own-cancel"), bar = $("nt-own-bar");
   const form = $("nt-own-form"), input = $("nt-own-input"), out = $("nt-own-out");
+  const timing = $("nt-timing"), timingRun = $("nt-timing-run"), timingOut = $("nt-timing-out");
   const TOP = 5, utf8 = new TextDecoder("utf-8", { fatal: true });
   own.hidden = false;
   if (!live.manifest) {
@@ -50,6 +51,7 @@
       });
       status.textContent = "The model is ready: type a text and press Enter.";
       form.hidden = false;
+      timing.hidden = false;
       input.focus();
     } catch (err) {
       status.textContent = abort.signal.aborted ? "Cancelled. Nothing more is downloaded."
@@ -78,6 +80,40 @@
     }
     return rows;
   };
+
+  /* One token timed both ways on the cache part's prompt: step() through the cache, then the same
+     sequence run from an empty cache (reset, then prefill of every token). Wall time in this tab, so
+     the sentence says where it ran. */
+  timingRun.addEventListener("click", async () => {
+    if (!model) return;
+    const prompt = data.texts[data.cache.text], next = data.cache.new[0][0];
+    timingRun.disabled = true;
+    timingOut.textContent = "Timing…";
+    try {
+      await model.reset();
+      await model.prefill(prompt.ids);
+      let t = performance.now();
+      await model.step(next);
+      await model.next();
+      const cached = performance.now() - t;
+      await model.reset();
+      t = performance.now();
+      await model.prefill([...prompt.ids, next]);
+      await model.next();
+      const full = performance.now() - t, n = prompt.ids.length + 1;
+      timingOut.replaceChildren(
+        h("span", { "data-cached-ms": String(Math.round(cached)), "data-full-ms": String(Math.round(full)) }, [
+          `Token ${n} of “${prompt.text}”: ${Math.round(cached)} ms with the cache (1 token run), ${Math.round(full)} ms `
+          + `without it (all ${n} tokens run again), ${(full / cached).toFixed(1)} times as long. Measured just now in `
+          + `this browser, the model ${model.mode === "worker" ? "in a Worker" : "on the page's main thread"}, `
+          + `${navigator.hardwareConcurrency || "an unknown number of"} logical cores reported; other tabs and programs `
+          + `share them. The longer the prompt, the bigger the gap.`]));
+    } catch (err) {
+      timingOut.textContent = `Timing failed: ${err?.message || err}`;
+    } finally {
+      timingRun.disabled = false;
+    }
+  });
 
   form.addEventListener("submit", async ev => {
     ev.preventDefault();
