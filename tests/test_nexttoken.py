@@ -235,3 +235,17 @@ def test_the_stored_probabilities_are_transformers_within_half_a_point_and_the_l
     assert [[row[0] for row in position] for position in record["lens"]] == [
         [row[0] for row in position] for position in fresh["lens"]]
     assert float(np.abs(stored - again).max()) < 1e-4
+
+
+def test_attention_is_stored_in_whole_thousandths_each_row_adding_up_to_1000():
+    assert compute.per_mille(np.array([[0.3334, 0.3333, 0.3333], [0.5, 0.5, 0.0]])).tolist() == [[334, 333, 333],
+                                                                                              [500, 500, 0]]
+    stored = [e.result for e in decoded.load(SHIPPED).entries.values() if e.computation == "next-token-attention"]
+    assert len(stored) == 3
+    for record in stored:
+        m = len(record["ids"])
+        weights = np.array(record["weights"])  # [L, H, m(m+1)/2]
+        assert weights.shape == (30, 9, m * (m + 1) // 2)
+        starts = np.cumsum([0] + list(range(1, m)))
+        for i, start in enumerate(starts):
+            assert (weights[:, :, start:start + i + 1].sum(axis=-1) == 1000).all()

@@ -71,6 +71,8 @@ def test_axe_finds_no_violations_on_the_next_token_lab(page, shipped, axe, schem
     _open(page, shipped)
     page.locator(".nt-tok").nth(1).click()
     everything_in(page)
+    page.locator("#nt-att-box").scroll_into_view_if_needed()
+    expect(page.locator(".nt-att td[data-w]").first).to_be_visible()  # the grid's colours are judged too
     settle(page)
     results = axe.run(page)
     assert results.violations_count == 0, results.generate_report()
@@ -193,3 +195,27 @@ def test_clicking_a_token_reads_the_logit_lens_where_it_was_predicted(page, ship
     last = rows.nth(30).locator("td").nth(0).inner_text().replace("␣", " ")
     assert last == record["text"][str(want[-1][0])]
     assert "“ dog” (the target)" in page.locator("#nt-lens-where").inner_text()
+
+
+def test_the_attention_grid_is_the_stored_lower_triangle_of_the_chosen_head(page, shipped):
+    data = _data(shipped)
+    stored = {e.inputs["text"]: e.result for e in decoded.load(ROOT / "content" / LAB).entries.values()
+              if e.computation == "next-token-attention"}
+    _open(page, shipped)
+    fox = next(i for i, t in enumerate(data["texts"]) if t["id"] == "fox")
+    page.locator("#nt-att-box").scroll_into_view_if_needed()
+    expect(page.locator(".nt-att")).to_have_attribute("data-shows", "0:0:0")
+    page.locator("#nt-att-text").select_option(str(fox))
+    page.locator("#nt-att-layer").select_option("3")
+    page.locator("#nt-att-head").select_option("4")
+    grid = page.locator(".nt-att")
+    expect(grid).to_have_attribute("data-shows", f"{fox}:3:4")
+    want = stored[data["texts"][fox]["text"]]["weights"][3][4]
+    m = len(data["texts"][fox]["ids"])
+    assert [int(x) for x in grid.locator("td[data-w]").evaluate_all("cs => cs.map(c => c.dataset.w)")] == want
+    assert grid.locator("td.nt-masked").count() == m * (m - 1) // 2
+    for i in range(m):  # each row's whole percents add up to 100
+        cells = grid.locator("tbody tr").nth(i).locator("td[data-w]")
+        assert sum(int(t) for t in cells.all_inner_texts()) == 100
+    text = page.locator("#nt-att-title + p").inner_text()
+    assert "query heads 3–5 read key/value head 1" in text and "3-fold smaller KV cache" in text

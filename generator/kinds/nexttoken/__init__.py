@@ -1,6 +1,6 @@
 """The next-token kind: inside a real language model's forward pass — every token's probability and
-surprise, the text's cross-entropy and perplexity, the logit lens at one position, and the KV cache
-step by step with its size by formula.
+surprise, the text's cross-entropy and perplexity, the logit lens where each token was predicted,
+causal attention with shared key/value heads, and the KV cache step by step with its size by formula.
 
 Author-facing syntax (``lab.yaml``; docs/kinds/next-token.md has every key)::
 
@@ -73,7 +73,8 @@ class NextTokenKind(LabKind):
                      "cache-size": (("tokens", "choices"), ("model", "answer"))}
     shuffled_question_types = ("cache-size",)  # sizes to pick from; a surprise question keeps the text's order
     widget_title = "Inside the forward pass"
-    description = "a real language model's next-token probabilities, perplexity, logit lens and KV cache"
+    description = ("a real language model's next-token probabilities, perplexity, logit lens, causal attention "
+                   "and KV cache")
 
     def read(self, reader: Reader, lab_dir: Path) -> NextTokenSpec | None:
         return read_next_token(reader, ("next-token",), lab_dir)
@@ -95,16 +96,20 @@ class NextTokenKind(LabKind):
         if problems:
             raise ContentError(problems)
         lens = {t.id: pages.lens_file(nums.texts[t.id]) for t in spec.texts}
-        return Computed(payload={**pages.payload(spec, nums), "lens_files": lens}, problems=check_claims(spec, nums))
+        attention = {t.id: nums.attention[t.id]["weights"] for t in spec.texts}
+        return Computed(payload={**pages.payload(spec, nums), "lens_files": lens, "attention_files": attention},
+                        problems=check_claims(spec, nums))
 
     def page(self, lab: Lab, payload: Any) -> PageData:
-        data = {k: v for k, v in payload.items() if k != "lens_files"}
-        files, names = {}, []
-        for i, (ident, lens) in enumerate(payload["lens_files"].items()):  # texts' order: Labs.data.nextTokenLens<i>
-            name, script = lazy_script(f"lens-{ident}.js", f"nextTokenLens{i}", lens)
-            files[name] = script
-            names.append(name)
-        data["lens_files"] = names
+        data = {k: v for k, v in payload.items() if k not in ("lens_files", "attention_files")}
+        files: dict[str, bytes] = {}
+        for key, variable in (("lens_files", "nextTokenLens"), ("attention_files", "nextTokenAttention")):
+            names = []
+            for i, (ident, content) in enumerate(payload[key].items()):  # texts' order: Labs.data.<variable><i>
+                name, script = lazy_script(f"{key.split('_')[0]}-{ident}.js", f"{variable}{i}", content)
+                files[name] = script
+                names.append(name)
+            data[key] = names
         if lab.spec.your_text:
             data["live"] = _live()
         return PageData(data, files)

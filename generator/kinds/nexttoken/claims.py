@@ -16,11 +16,13 @@ from generator.kinds.nexttoken.reading import MODEL, CacheModel, Claim, NextToke
 
 @dataclass(frozen=True)
 class Numbers:
-    """The records a lab's numbers come from: one per text (by id), the greedy run and the config."""
+    """The records a lab's numbers come from: one per text (by id), the greedy run, the config, and
+    each text's attention (by id)."""
 
     texts: dict[str, dict[str, Any]]
     greedy: dict[str, Any]
     config: dict[str, Any]
+    attention: dict[str, dict[str, Any]]
 
 
 def shown(token: str) -> str:

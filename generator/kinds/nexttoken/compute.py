@@ -82,6 +82,26 @@ def read_text(model: llama.LlamaModel, text: str) -> dict[str, Any]:
             "top": top, "lens": lens}
 
 
+def per_mille(weights: np.ndarray) -> np.ndarray:  # [..., m] rows summing to 1 -> [..., m] int, rows summing to 1000
+    """Whole thousandths by largest remainder: every row adds up to exactly 1000, ties to the
+    earlier key."""
+    scaled = np.asarray(weights, dtype=np.float64) * 1000
+    floor = np.floor(scaled)
+    short = 1000 - floor.sum(axis=-1, keepdims=True)  # [..., 1]
+    order = np.argsort(-(scaled - floor), axis=-1, kind="stable")  # [..., m] largest remainder first
+    rank = np.argsort(order, axis=-1, kind="stable")
+    return (floor + (rank < short)).astype(np.int64)
+
+
+def read_attention(model: llama.LlamaModel, text: str) -> dict[str, Any]:
+    """Every query head's causal attention over ``text`` (after ``<|endoftext|>``): ``{"ids", "weights":
+    [L][H] lower triangles, row i holding keys 0 … i in whole thousandths, rows one after another}``."""
+    ids = text_ids(model.tokenizer, text)
+    maps = per_mille(llama.forward(model.weights, model.config, ids, attentions=True).attentions)  # [L, H, m, m]
+    rows, cols = np.tril_indices(len(ids))
+    return {"ids": ids, "weights": maps[:, :, rows, cols].tolist()}
+
+
 def decode_greedy(model: llama.LlamaModel, text: str, steps: int) -> dict[str, Any]:
     """The prompt (``text`` after ``<|endoftext|>``) run at once, then ``steps`` tokens, each the most
     likely one, run one at a time through the KV cache: ``{"ids": prompt ids, "new": [[id,

@@ -4,7 +4,8 @@ Embedded (``#lab-data``), for the first paint: the model's numbers, every text's
 probability of each and the top alternatives at each position, each text's cross-entropy and
 perplexity, the logit lens of the token the page opens on, the KV cache's steps and sizes. Beside
 the page, loaded when the learner clicks a token: a text's logit lens at every position
-(``lens-<id>``, a ``Labs.data`` script).
+(``lens-<id>``, a ``Labs.data`` script); and, when the attention grid comes into view, its text's
+attention (``attention-<id>``, written by the kind from :func:`.compute.read_attention`'s record).
 
 Probabilities go to the page with 4 significant digits: what it shows (a percentage, a bar) needs
 no more, and they stay within 10⁻⁴ of the stored ones.

@@ -22,6 +22,10 @@ def _greedy(model, inputs: Mapping[str, Any]) -> dict[str, Any]:
     return compute.decode_greedy(model, inputs["text"], inputs["steps"])
 
 
+def _attention(model, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    return compute.read_attention(model, inputs["text"])
+
+
 def _config(model, inputs: Mapping[str, Any]) -> dict[str, Any]:
     return compute.config_record(model)
 
@@ -29,15 +33,18 @@ def _config(model, inputs: Mapping[str, Any]) -> dict[str, Any]:
 TEXT = decoded.Computation("next-token-text", 1, _text)
 GREEDY = decoded.Computation("next-token-greedy", 1, _greedy)
 CONFIG = decoded.Computation("next-token-config", 1, _config)
+ATTENTION = decoded.Computation("next-token-attention", 1, _attention)
 
 
 def requests(spec: NextTokenSpec) -> list[decoded.Request]:
     """What the lab reads from its stored file: a record per text, the greedy run the KV-cache part
-    steps through, and the model's config; each reported, when missing, where the author wrote it."""
+    steps through, the model's config, and
+    a record of every head's attention per text; each reported, when missing, where the author wrote it."""
     found = [decoded.Request(MODEL, TEXT, {"text": t.text}, t.at) for t in spec.texts]
     prompt = spec.entry(spec.cache.text)
     found.append(decoded.Request(MODEL, GREEDY, {"text": prompt.text, "steps": spec.cache.steps}, spec.cache.at))
     found.append(decoded.Request(MODEL, CONFIG, {}, spec.at))
+    found += [decoded.Request(MODEL, ATTENTION, {"text": t.text}, t.at) for t in spec.texts]
     return found
 
 
@@ -54,4 +61,5 @@ def numbers(spec: NextTokenSpec) -> Numbers:
     if problems:
         raise ContentError(problems)
     n = len(spec.texts)
-    return Numbers({t.id: r for t, r in zip(spec.texts, results[:n])}, results[n], results[n + 1])
+    return Numbers({t.id: r for t, r in zip(spec.texts, results[:n])}, results[n], results[n + 1],
+                   {t.id: r for t, r in zip(spec.texts, results[n + 2:])})
