@@ -116,3 +116,15 @@ def test_the_attention_example_is_checked_so_a_wrong_claim_fails(tmp_path, monke
                                text.replace("          - chased -> dog\n", "          - chased -> ball\n"))
     assert code == 1
     assert any("lab.yaml:" in line and "chased -> ball" in line for line in err), err
+
+
+def test_the_next_token_page_documents_every_key_and_its_example_builds(tmp_path, monkeypatch, capsys):
+    text = (DOCS / "next-token.md").read_text(encoding="utf-8")
+    for heading in ("## Keys", "## Claims", "## Question types", "## A complete example"):
+        assert heading in text, heading
+    for key in ("prompt", "model", "texts", "texts[].id", "texts[].text", "texts[].note", "default", "cache",
+                "cache.text", "cache.steps", "cache.bytes", "cache.tokens", "cache.models", "cache.models[].source",
+                "your-text", "claims", "answer", "choices", "tokens"):
+        assert f"`{key}`" in text, key
+    code, err = _check_example(tmp_path, monkeypatch, capsys, "next-token")
+    assert code == 0, err
