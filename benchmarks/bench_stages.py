@@ -161,7 +161,7 @@ def stages(content: Path, out: Path, parts: bool = True) -> tuple[Counter, int, 
 
 def _computing_parts(book: Counter, timed, lab) -> None:
     """The attention kind's computing, part by part, as ``AttentionKind.compute`` calls them."""
-    from generator.kinds.attention import cache as cachefile
+    from generator.kinds.attention import cache as cachefile, inpage
     from generator.kinds.attention.pattern import shuffles
     from generator.kinds.attention.realmodel import _Aligned, _finder, learned_matches, model_sentences, sentence_text
     from generator.kinds.attention.widget import check_claims, compute_widget
@@ -178,6 +178,9 @@ def _computing_parts(book: Counter, timed, lab) -> None:
     aligned = _Aligned(sentences, entries)
     timed(book, "computing: head finder", _finder, model, widget, entries, aligned)
     timed(book, "computing: learned-head matching", learned_matches, widget, model.finder_sentences, entries, aligned)
+    if model.bundle is not None:  # read from the cache's drift section: no sentence runs through the 8-bit model
+        by_text = {sentence_text(s): entries[s.id] for s in sentences}
+        timed(book, "computing: the 8-bit model's figure", inpage.accuracy, model, widget, sha, by_text)
     cachefile._LOADED.clear()
     gc.collect(0)  # the parts' garbage, so that the collection timed after them is the build's alone
 

@@ -24,7 +24,7 @@ from typing import Any
 from generator.speed import buildcache
 from generator.speed.buildcache import BuildCache, LabEntry
 from generator.content import SiteSource, assemble_partial, load_site
-from generator.errors import BuildError, ContentError, Diagnostic, display_path
+from generator.errors import BuildError, ContentError, Diagnostic, SiteError, display_path
 from generator.kinds import all_kinds
 from generator.links import PageLinks, check_links, collect
 from generator.model import Content
@@ -186,6 +186,17 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
     # mistakes (nothing is written then): one run, every error. Each lab is computed and
     # rendered in one go, in a worker forked after loading (it has the whole site already).
     index = {lab.slug: i for i, lab in enumerate(content.labs)}
+    store = cache.folder / "kinds" if cache is not None else None
+    if to_compute:
+        # The kinds' site files are made once before the labs are computed: the workers forked
+        # below then share what the kinds read and made for them (the in-page model's bundle and
+        # its page files, some 60 MB, whose names every page of its labs carries), where each would
+        # otherwise make its own copy. Asked again below (from the kinds' caches), where a mistake
+        # in them is reported after the labs' own.
+        try:
+            kinds_site_files(content, options, store)
+        except SiteError:
+            pass
     try:
         with lab_pool(content_dir, len(to_compute), _set_lab_state,
                       (content, theme_dir, base_url, options, write_into, cache, keys,
@@ -213,8 +224,7 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
     if problems:  # the same report as labs serve's (generator.pipeline.site_problems)
         raise ContentError(site_problems(problems, source, fresh, renderer, lab_files, lab_links, written))
     files = renderer.render_site(lab_files)
-    files.update(kinds_site_files(content, options, cache.folder / "kinds" if cache is not None else None,
-                                  taken=set(files) | set(written)))
+    files.update(kinds_site_files(content, options, store, taken=set(files) | set(written)))
     links = collect(files, lab_links)
     known = set(files) | set(written)
     link_problems = check_links(links, known, content)

@@ -26,6 +26,12 @@ def _err(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _report(message: str) -> None:
+    """A build's progress on stdout; its warnings, like its errors, on stderr (where a CI log or
+    ``labs build > log`` keeps what an author must read apart from what went well)."""
+    (_err if ": warning: " in message or message.startswith("warning: ") else _out)(message)
+
+
 def _kind_options(args: argparse.Namespace) -> dict:
     """The values of the options that lab kinds added to build/check/serve, by ``dest``."""
     return {dest: getattr(args, dest) for dest in getattr(args, "kind_options", ())}
@@ -43,7 +49,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from generator.build import build, default_cache_dir
 
     cache_dir = None if args.no_cache else default_cache_dir(args.content)
-    result = build(args.content, _theme(args), args.output, base_url=args.base_url, report=_out,
+    result = build(args.content, _theme(args), args.output, base_url=args.base_url, report=_report,
                    options=_kind_options(args), cache_dir=cache_dir)
     n_labs = len(result.content.labs)
     _out(f"built {result.pages} pages, {n_labs} lab{'s' * (n_labs != 1)} in {result.seconds:.2f} s → "
@@ -54,7 +60,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from generator.build import check
 
-    result = check(args.content, _theme(args), report=_out, options=_kind_options(args))
+    result = check(args.content, _theme(args), report=_report, options=_kind_options(args))
     n_labs = len(result.content.labs)
     _out(f"ok: {n_labs} lab{'s' * (n_labs != 1)}, {result.pages} pages checked in {result.seconds:.2f} s — no errors")
     return 0
@@ -75,8 +81,12 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
+    from generator.content import SLUG_RE
     from generator.scaffold import new_lab
 
+    if not SLUG_RE.match(args.slug):  # a mistake in the command line, not in the content: a usage error
+        args.usage_error(f"argument SLUG: lab slug {args.slug!r} must be lower-case letters, digits and dashes, "
+                         f"e.g. 'self-attention'")
     folder = new_lab(args.content, args.slug, title=args.title, topic=args.topic, kind=args.kind)
     _out(f"created {display_path(folder)}/ — edit its files, then run `labs build`")
     _out(_where_it_appears(args.content, args.slug))
@@ -193,6 +203,26 @@ def _with_loader(func: Callable[[argparse.Namespace, Callable[[Path], Content]],
     return run
 
 
+def _model_uses(folder: Path) -> tuple[list[tuple[str, Path, tuple]], list[tuple[str, tuple]]]:
+    """What the shared models' commands (``labs models fetch``, ``labs decode``) ask of a site: every
+    lab as far as it loads, with the models its kind says it uses (``LabKind.models``):
+    ``[(slug, lab folder, (ModelUse, …))]``, and ``[(slug, problems)]`` for the labs that did not
+    load far enough to say. A lab whose stored results are missing has mistakes but loads far
+    enough: that is what ``labs decode`` is for. Raises ContentError when there is no usable site."""
+    from generator.content import load_lab, load_site
+    from generator.kinds import get_kind
+
+    source = load_site(folder)
+    found, unread = [], []
+    for slug in source.order:
+        lab, problems, _ = load_lab(source, slug, partial=True)
+        if lab is None:
+            unread.append((slug, problems))
+        else:
+            found.append((slug, lab.source_dir, tuple(get_kind(lab.kind).models(lab))))
+    return found, unread
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="labs",
@@ -261,7 +291,7 @@ def parser() -> argparse.ArgumentParser:
     n.add_argument("--title", metavar="TEXT", default=None, help="the lab's title (default: from the slug)")
     n.add_argument("--topic", metavar="SLUG", default=None, help="topic slug (default: the first topic in site.yaml)")
     content_opt(n)
-    n.set_defaults(func=cmd_new)
+    n.set_defaults(func=cmd_new, usage_error=n.error)
 
     k = sub.add_parser("kinds", help="list the installed lab kinds",
                        description="List the lab kinds found through the attention_labs.kinds entry points.")
@@ -281,7 +311,7 @@ def parser() -> argparse.ArgumentParser:
 
     from generator.runtime.commands import add_commands as add_model_commands
 
-    add_model_commands(sub)  # labs models fetch|list, labs next: the models several kinds share
+    add_model_commands(sub, _model_uses)  # labs models, labs decode, labs next: the models kinds share
     for kind in kinds:
         added = _AddedParsers(sub)
         kind.add_commands(added)

@@ -154,7 +154,7 @@ class _Loader:
         doc = self.yaml(self.root / "site.yaml")
         if doc is None:
             return None, None
-        r = Reader(doc, self.diags)
+        r = Reader(doc, self.diags, content=self.root)
         if r.mapping((), required=("title", "description", "topics"), optional=("base_url", "language", "labs")) is None:
             return None, doc
         topics: list[Topic] = []
@@ -211,7 +211,7 @@ class _Loader:
         doc = self.yaml(folder / "lab.yaml") if os.path.lexists(folder / "lab.yaml") else None
         if doc is None:
             return None
-        r = Reader(doc, self.diags)
+        r = Reader(doc, self.diags, content=self.root)
         kind = self.kind(r)
         if kind is None:
             return None
@@ -327,7 +327,7 @@ class _Loader:
     def reader(self, path: Path) -> Reader | None:
         """A Reader for an optional YAML file; None if it is missing (reported by the caller) or unreadable."""
         doc = self.yaml(path) if os.path.lexists(path) else None
-        return Reader(doc, self.diags) if doc is not None else None
+        return Reader(doc, self.diags, content=self.root) if doc is not None else None
 
     def faq(self, path: Path, links) -> tuple[FaqItem, ...] | None:
         r = self.reader(path)
@@ -436,7 +436,7 @@ def load_site(root: Path) -> SiteSource:
         loader.diags.raise_if_any()
     assert site is not None and site_doc is not None
     folders = lab_folders(root)
-    site_reader = Reader(site_doc, loader.diags)
+    site_reader = Reader(site_doc, loader.diags, content=loader.root)
     for i, slug in enumerate(site.lab_order):
         if slug not in folders:
             site_reader.error(("labs", i), f"no lab folder content/labs/{slug}/{did_you_mean(slug, folders)}")

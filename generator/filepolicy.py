@@ -7,9 +7,14 @@ checked *before* anything opens, reads or hashes a file.
   where a link inside the folder points — is refused: reading one could block for ever (a FIFO
   with no writer) or never end (``/dev/zero``).
 
+- A file's size is compared with what the reader can use (:func:`read_limited`) before a byte of
+  it is read: a 2 GB ``weights.bin`` or a sparse file is refused on its ``stat``, never read whole.
+
 :func:`file_problem` is the one check every reader calls (the loader, ``content/static/``, the
-theme, the build cache's hashing, ``labs serve``'s watcher); :func:`walk_files` walks a folder
-under the policy without reading anything.
+theme, the build cache's hashing, ``labs serve``'s watcher); :func:`read_limited` is that check,
+then the size, then the bytes, for the files that models and vocabularies are made of (a model
+bundle, a vocabulary, stored vectors); :func:`walk_files` walks a folder under the policy without
+reading anything.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from generator.errors import Diagnostic, display_path
+from generator.errors import BuildError, Diagnostic, display_path
 
 _SPECIAL = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
@@ -86,6 +91,25 @@ def outside_problem(path: Path, inside: Path, root: Path | None = None) -> Diagn
                                    f"outside {display_path(inside, root)}/")
 
 
+def named_folder(written: str, base: Path, content: Path | None, what: str) -> tuple[Path | None, str | None]:
+    """The folder a lab names (``written``, relative to ``base``), resolved, or what is wrong with
+    it: no such folder, a loop of links, or a place outside ``content`` (by ``..`` or through a
+    link) — what a lab names there is read and may be published with the site, and nothing
+    outside content/ is. ``content`` None: not checked."""
+    try:
+        folder = (base / written).resolve()
+        inside = content.resolve() if content is not None else None
+    except (OSError, RuntimeError):  # a loop of links
+        return None, f"{what} {written!r} is a symbolic link that loops back on itself"
+    if inside is not None and not folder.is_relative_to(inside):
+        shown = display_path(content)
+        return None, (f"{what} {written!r} is outside {shown}/ ({display_path(folder)}); a lab reads and publishes "
+                      f"only what is inside {shown}/ — copy the folder into it, e.g. {shown}/models/")
+    if not folder.is_dir():
+        return None, f"no {what} at {written!r}: no such folder ({display_path(folder)}), relative to the lab's folder"
+    return folder, None
+
+
 def special_kind(path: Path) -> str | None:
     """What ``path`` is (following links) when it is neither a regular file nor a folder: "a named
     pipe (FIFO)", "a character device", …; None for a file, a folder or nothing there."""
@@ -148,3 +172,61 @@ def walk_files(folder: Path, inside: Path | None, root: Path | None = None,
                 yield path.relative_to(folder).as_posix(), path
             elif problems is not None:
                 problems.append(problem)
+
+
+def refused(path: Path, inside: Path | None, root: Path | None = None) -> BuildError | None:
+    """:func:`file_problem` as the :class:`BuildError` a model's reader raises: naming the file,
+    saying what it is instead (a link out of ``inside``, a loop, a FIFO, a device)."""
+    problem = file_problem(path, inside, root)
+    if problem is None:
+        return None
+    return BuildError(problem.message.removeprefix(f"{problem.path} is ").removeprefix(f"{problem.path} "),
+                      path=problem.path)
+
+
+def _size_words(n: int) -> str:
+    return f"{n:,} bytes" if n < 10_000 else f"{n / 1e6:,.1f} MB" if n < 10 ** 9 else f"{n / 1e9:,.2f} GB"
+
+
+def read_limited(path: Path, inside: Path | None, limit: int, root: Path | None = None, *,
+                 size: int | None = None, what: str = "the file") -> bytes:
+    """The bytes of ``path``, under the policy, with its size compared before it is read.
+
+    Raises :class:`BuildError` naming the file, before reading a byte: for a link out of
+    ``inside`` or a loop, a FIFO, a device, a socket or a folder (:func:`refused`); when it is
+    larger than ``limit`` bytes (what the reader can use; ``what`` names it in the message); and,
+    with ``size``, when it is not exactly ``size`` bytes (the size a description of it lists: a
+    shorter file is called truncated). The file is opened without blocking and checked again on
+    the open descriptor, so a FIFO put in its place after the check is still refused, and at most
+    ``limit`` bytes are read, so a file that grows meanwhile is too."""
+    problem = refused(path, inside, root)
+    if problem is not None:
+        raise problem
+    shown = display_path(path, root)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise BuildError("file not found", path=shown) from None
+    except IsADirectoryError:
+        raise BuildError("expected a file but found a folder", path=shown) from None
+    except OSError as exc:
+        raise BuildError(f"cannot read file: {exc.strerror}", path=shown) from None
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(fd)
+        if stat.S_ISDIR(mode.st_mode):
+            raise BuildError("expected a file but found a folder", path=shown)
+        if not stat.S_ISREG(mode.st_mode):
+            raise BuildError("not a regular file; only regular files are read", path=shown)
+        if size is not None and mode.st_size != size:
+            state = "truncated" if mode.st_size < size else "corrupt"
+            raise BuildError(f"{mode.st_size:,} bytes where {size:,} are listed: the file is {state}", path=shown)
+        if mode.st_size > limit:
+            raise BuildError(f"{_size_words(mode.st_size)}: larger than {what} can be (at most {_size_words(limit)}); "
+                             f"it is not read", path=shown)
+        try:
+            data = f.read(limit + 1)
+        except OSError as exc:
+            raise BuildError(f"cannot read file: {exc.strerror}", path=shown) from None
+    if len(data) > limit or (size is not None and len(data) != size):
+        raise BuildError(f"changed while it was read (now over {_size_words(len(data))})", path=shown)
+    return data

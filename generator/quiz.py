@@ -46,7 +46,7 @@ def read_quiz(r: Reader, slug: str, kind: LabKind, spec: Any, markdown: InlineMa
     its id added to ``lost``; None when the file's shape is wrong."""
     if r.mapping((), required=("questions",)) is None:
         return None
-    questions, ids = [], set()
+    questions, ids, drawn = [], set(), None
     for i, value in enumerate(r.sequence(("questions",)) or []):
         q = read_question(r, ("questions", i), i, kind, spec, markdown)
         if q is None:
@@ -60,14 +60,17 @@ def read_quiz(r: Reader, slug: str, kind: LabKind, spec: Any, markdown: InlineMa
         keep = q.type not in QUESTION_TYPES + tuple(kind.shuffled_question_types) or (
             isinstance(value, dict) and "shuffle" in value and r.boolean(("questions", i, "shuffle")) is False)
         questions.append(q if keep else shuffled(slug, q))
+        drawn = drawn if drawn or keep or not q.options else q.id  # the first question whose order is drawn
     digest = hashlib.sha256(r.doc.text.encode()).hexdigest()[:10]
     places = same_place_everywhere(tuple(questions))
     warnings = ()
     if places is not None:
-        d = r.doc.diagnostic(("questions",), "every question shows its correct option in the same place "
-                         f"({', '.join(str(p + 1) for p in places)}), so a learner can answer without reading; "
-                         "rename a question's id (its order is drawn from it) or reorder a 'shuffle: false' question",
-                         key=True)
+        where = ", ".join(str(p + 1) for p in places)
+        fix = (f"give question {drawn!r} another id (the order of its options is drawn from its id), or add "
+               f"'shuffle: false' to it and put its right option elsewhere than place {where}" if drawn else
+               f"put the right option of one 'shuffle: false' question elsewhere than place {where}")
+        d = r.doc.diagnostic(("questions",), f"every question shows its correct option in the same place ({where}), "
+                             f"so a learner can answer without reading; {fix}", key=True)
         warnings = (f"{d.path}:{d.line}:{d.column}: warning: {d.message}",)
     return Quiz(tuple(questions), quiz_storage_key(slug, digest), warnings)
 

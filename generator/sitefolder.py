@@ -128,24 +128,33 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(errno, os.strerror(errno))
 
 
-def write_site(files: dict[str, bytes], output: Path) -> None:
+class Cancelled(Exception):
+    """A write given up on request (:func:`write_site`'s ``cancel``); nothing of it is left."""
+
+
+def write_site(files: dict[str, bytes], output: Path, cancel: threading.Event | None = None) -> None:
     """Write ``files`` into a temporary folder beside ``output``, then swap it in.
 
     The swap exchanges the two folders in one step where the OS can (Linux), so the output
     path is never missing; elsewhere it is two renames, and a build killed between them is
-    repaired by the next one (:func:`clean_litter`)."""
+    repaired by the next one (:func:`clean_litter`). When ``cancel`` is set before the swap, the
+    temporary folder is removed, ``output`` is left as it was, and :class:`Cancelled` is raised:
+    a writer in another thread than the main one (``labs serve``'s copy on disk) stops this way."""
     with site_folder(output) as tmp:
-        write_files(tmp, files)
+        write_files(tmp, files, cancel)
 
 
 class _Stopping:
     """While a site folder is open in the main thread: SIGTERM raises SystemExit(128 + 15) and
     Ctrl-C KeyboardInterrupt, as anywhere in Python, so the folder is removed on the way out;
-    during the swap (:meth:`critical`) either waits until the swap is done."""
+    during the swap (:meth:`critical`) either waits until the swap is done. Once one has been
+    raised, another is ignored: the build is stopping already, and a second exception in the
+    middle of its cleanup (ending the workers, removing the folder) would leave things behind."""
 
     def __init__(self) -> None:
         self.pending: int | None = None
         self.in_swap = False
+        self.stopping = False
         self.previous: dict[int, object] = {}
 
     def __enter__(self) -> _Stopping:
@@ -162,9 +171,12 @@ class _Stopping:
             self._raise(self.pending)
 
     def _on_signal(self, signum: int, frame) -> None:
+        if self.stopping:
+            return
         if self.in_swap:
             self.pending = signum
         else:
+            self.stopping = True
             self._raise(signum)
 
     @staticmethod
@@ -213,10 +225,13 @@ def _removed_unless_swapped(output: Path, parent: Path, stopping: _Stopping):
         raise
 
 
-def write_files(folder: Path, files: Mapping[str, bytes]) -> None:
-    """Write ``files`` (output path -> bytes) into ``folder``, in path order."""
+def write_files(folder: Path, files: Mapping[str, bytes], cancel: threading.Event | None = None) -> None:
+    """Write ``files`` (output path -> bytes) into ``folder``, in path order; raise
+    :class:`Cancelled` before the next file once ``cancel`` is set."""
     made: set[Path] = set()
     for rel, data in sorted(files.items()):
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("the write was cancelled")
         target = folder / rel
         if target.parent not in made:
             target.parent.mkdir(parents=True, exist_ok=True)

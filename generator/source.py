@@ -9,7 +9,6 @@ and every complaint it makes carries the exact ``file:line:col`` of the offendin
 from __future__ import annotations
 
 import math
-import re
 import sys
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -19,7 +18,8 @@ from typing import Any
 import yaml
 
 from generator.errors import ContentError, Diagnostic, Diagnostics, did_you_mean, display_path
-from generator.filepolicy import file_problem, link_outside, outside_problem, regular_problem, walk_once  # noqa: F401 (re-exported)
+from generator.yamlerrors import unclosed_quote, yaml_syntax_error
+from generator.filepolicy import file_problem, link_outside, named_folder, outside_problem, regular_problem, walk_once  # noqa: F401 (re-exported)
 
 Where = tuple  # a path into a YAML document: keys (str) and indexes (int)
 
@@ -205,66 +205,6 @@ def _walk(doc: YamlDoc, node: yaml.Node, where: Where, diags: Diagnostics, seen:
     raise AssertionError(f"unknown YAML node {node!r}")
 
 
-# Where libyaml notices a mistake only on a later line, the line it was scanning is the wrong one:
-# a line with no ':' (a mis-indented or unfinished key), an unclosed quote or bracket.
-_LOOK_BACK = ("while scanning a simple key", "while scanning a quoted scalar", "while parsing a flow sequence",
-              "while parsing a flow mapping", "while scanning a block scalar")
-
-
-def _yaml_syntax_error(exc: yaml.MarkedYAMLError, text: str) -> tuple[int, int, str]:
-    """Line, column and message for a YAML syntax error: at the line that is wrong, naming a tab
-    when one is in the way (YAML forbids tabs in indentation, and libyaml's message never says so)."""
-    mark = exc.problem_mark or exc.context_mark
-    context = exc.context_mark
-    if mark is not None and context is not None and exc.context in _LOOK_BACK and context.line < mark.line:
-        mark = context
-    line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-    problem = exc.problem or exc.context or "invalid YAML"
-    lines = text.split("\n")
-    for number in dict.fromkeys(m.line for m in (exc.problem_mark, context) if m is not None):
-        source = lines[number] if number < len(lines) else ""
-        indent = source[: len(source) - len(source.lstrip(" \t"))]
-        at = indent.find("\t") if "\t" in indent else (source.find("\t") if "cannot start any token" in problem else -1)
-        if at >= 0:
-            return number + 1, at + 1, ("invalid YAML: a tab character here; YAML indents with spaces only — "
-                                        "replace the tab with spaces")
-    if exc.context == "while scanning a quoted scalar" and mark is context:
-        return line, column, "invalid YAML: this quoted value is never closed"
-    if exc.context == "while scanning a simple key" and mark is context:
-        return line, column, ("invalid YAML: this line has no ':' — a key needs one, and a line that continues "
-                              "a value must be indented more than its key")
-    return line, column, f"invalid YAML: {problem}"
-
-
-_QUOTED_VALUE = re.compile(r"""\s*(?:-\s+)*(?:[^\s#'"\-][^#]*?:\s+)?(["'])""")
-
-
-def _unclosed_quote(text: str, last_line: int) -> tuple[int, int] | None:
-    """The first line up to ``last_line`` whose value opens a quote that it does not close, as
-    (line, column of the quote). Lesson files write quoted values on one line; libyaml reports
-    an unclosed one where it gave up, often dozens of lines later."""
-    for number, line in enumerate(text.split("\n")[:last_line], start=1):
-        m = _QUOTED_VALUE.match(line)
-        if m is None:
-            continue
-        quote, i = m.group(1), m.end()
-        closed = False
-        while i < len(line):
-            if quote == '"' and line[i] == "\\":
-                i += 2
-                continue
-            if line[i] == quote:
-                if quote == "'" and line[i + 1 : i + 2] == "'":  # '' is an escaped quote
-                    i += 2
-                    continue
-                closed = True
-                break
-            i += 1
-        if not closed:
-            return number, m.start(1) + 1
-    return None
-
-
 def load_yaml(path: Path, root: Path | None = None, *, inside: Path | None = None) -> YamlDoc:
     """Parse ``path`` safely. Raises :class:`ContentError` with the position of any syntax error
     (or, with ``inside``, for a file reached through a link out of that folder)."""
@@ -273,8 +213,8 @@ def load_yaml(path: Path, root: Path | None = None, *, inside: Path | None = Non
     try:
         node = yaml.compose(text, Loader=_SAFE_LOADER)
     except yaml.MarkedYAMLError as exc:
-        line, column, message = _yaml_syntax_error(exc, text)
-        opened = _unclosed_quote(text, line) if "tab character" not in message else None
+        line, column, message = yaml_syntax_error(exc, text)
+        opened = unclosed_quote(text, line) if "tab character" not in message else None
         if opened is not None and opened[0] < line:  # a quote left open earlier ran on to here
             message = (f"invalid YAML: this quote is not closed on its line (the YAML parser only noticed at "
                        f"line {line}: {exc.problem or exc.context or 'invalid YAML'})")
@@ -318,11 +258,25 @@ def _kind(value: Any) -> str:
 
 class Reader:
     """Typed, positioned access to a :class:`YamlDoc`. Each getter records a diagnostic and
-    returns ``None`` on a mistake, so validation goes on and reports every error of a run."""
+    returns ``None`` on a mistake, so validation goes on and reports every error of a run.
+    ``content``: the content folder the document belongs to (None: not known), which every
+    folder it names (:meth:`folder`) must stay inside."""
 
-    def __init__(self, doc: YamlDoc, diags: Diagnostics):
+    def __init__(self, doc: YamlDoc, diags: Diagnostics, content: Path | None = None):
         self.doc = doc
         self.diags = diags
+        self.content = content
+
+    def folder(self, where: Where, base: Path, what: str) -> Path | None:
+        """The folder the text at ``where`` names relative to ``base``, resolved; None after an
+        error at ``where`` (:func:`generator.filepolicy.named_folder` says what is refused)."""
+        written = self.string(where, multiline=False)
+        if written is None:
+            return None
+        folder, problem = named_folder(written, base, self.content, what)
+        if problem is not None:
+            self.error(where, problem)
+        return folder
 
     def value(self, where: Where) -> Any:
         node: Any = self.doc.data

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -141,6 +142,14 @@ def spotlight_payload(site_folder: Path, slug: str) -> dict:
 
 
 # -- running the command ---------------------------------------------------------------------------
+
+def signals_at_default() -> None:
+    """``preexec_fn`` of a ``labs`` subprocess that a test stops with SIGINT or SIGTERM. A child
+    inherits ignored signals: under a pytest started with SIGINT ignored (a background job, nohup)
+    the build would ignore the Ctrl-C the test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
 
 def run_labs(capsys, *argv: str) -> tuple[int, list[str], list[str]]:
     """Exit code, stdout lines and stderr lines of ``labs ARGV``; argparse's exits become codes."""

@@ -48,7 +48,7 @@ def test_scaffolds_agree_with_the_readme_and_their_kind(tmp_path, monkeypatch, c
     for lab in labs.iterdir():
         text = (lab / "lab.yaml").read_text(encoding="utf-8")
         assert "legend (common to every lab" in text and "specific to labs of kind" not in text
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "authoring.md").read_text(encoding="utf-8")
     keys = readme[readme.index("    lab.yaml "):readme.index("gist.md ")]
     assert "subtitle" in keys and "gist" in keys and "legend" in keys
 

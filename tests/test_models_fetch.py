@@ -195,19 +195,22 @@ def test_an_unknown_name_is_refused_before_anything_downloads(cache, capsys):
     assert downloads == []
 
 
-def test_without_names_fetch_takes_the_models_the_labs_name(cache, tmp_path, capsys):
-    content = tmp_path / "content"
-    (content / "labs" / "one").mkdir(parents=True)
-    (content / "labs" / "one" / "lab.yaml").write_text("kind: sampling\ntitle: x\n")
+def test_without_names_fetch_takes_the_models_the_labs_use(cache, tmp_path, capsys, monkeypatch):
+    from generator.kinds import ModelUse
+    from generator.kinds.sampling import SamplingKind
+
+    content = tmp_path / "site" / "content"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "sampling" / "content", content)
+    monkeypatch.setattr(SamplingKind, "models", lambda self, lab: ())
     assert main(["models", "fetch", "--content", str(content)]) == 0
-    assert "no lab names a model" in capsys.readouterr().out
-    (content / "labs" / "one" / "lab.yaml").write_text("kind: sampling\nmodel: fake-model\n")
+    assert "no lab uses a model" in capsys.readouterr().out
+    monkeypatch.setattr(SamplingKind, "models", lambda self, lab: (ModelUse("fake-model"),))
     assert main(["models", "fetch", "--content", str(content)]) == 0
     out = capsys.readouterr().out
-    assert "name: fake-model" in out and "fetched into" in out
+    assert "use: fake-model" in out and "fetched into" in out
     assert main(["models", "list", "--content", str(content)]) == 0
     listed = capsys.readouterr().out
-    assert any(line.startswith("fake-model") and "fetched" in line and "named by the labs" in line for line in listed.splitlines())
+    assert any(line.startswith("fake-model") and "fetched" in line and "used by the labs" in line for line in listed.splitlines())
 
 
 def test_without_a_content_folder_nothing_is_downloaded(cache, tmp_path, capsys):
@@ -218,10 +221,6 @@ def test_without_a_content_folder_nothing_is_downloaded(cache, tmp_path, capsys)
         fetch.fetch("all-minilm-l6-v2", content=tmp_path / "nowhere", report=lambda _: None)
     assert downloads == []
     assert main(["models", "list", "--content", str(tmp_path / "nowhere")]) == 0  # listing needs no site
-
-
-def test_the_shipped_labs_name_minilm():
-    assert fetch.named_by_content(ROOT / "content") == ["all-minilm-l6-v2"]
 
 
 # ---- MiniLM for a site of one's own -------------------------------------------------------------------

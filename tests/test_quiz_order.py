@@ -24,7 +24,8 @@ def build(project, capsys) -> tuple[int, list[str]]:
     """The exit code, and the errors and warnings (the progress lines left out)."""
     code = main(["build", "--content", "content", "--theme", str(THEME), "--output", "site"])
     out = capsys.readouterr()
-    return code, out.err.splitlines() + [line for line in out.out.splitlines() if ": warning: " in line]
+    assert ": warning: " not in out.out  # warnings go to stderr, with the errors
+    return code, out.err.splitlines()
 
 
 def shown(project, slug: str) -> dict[str, list[tuple[str, bool]]]:
@@ -105,10 +106,14 @@ def test_a_warning_when_every_right_answer_stays_in_one_place(project, capsys):
     code, err = build(project, capsys)
     assert code == 0
     assert err == ["content/labs/sampling/quiz.yaml:1:1: warning: every question shows its correct option in the "
-                   "same place (1), so a learner can answer without reading; rename a question's id (its order is "
-                   "drawn from it) or reorder a 'shuffle: false' question"]
+                   "same place (1), so a learner can answer without reading; put the right option of one "
+                   "'shuffle: false' question elsewhere than place 1"]
     assert {tuple(ok for _, ok in o) for o in shown(project, "sampling").values()} == {(True, False)}
     quiz.write_text(QUIZ.replace("    shuffle: false\n", ""), encoding="utf-8")
     code, err = build(project, capsys)
     places = {tuple(ok for _, ok in o) for o in shown(project, "sampling").values()}
     assert code == 0 and (err == []) == (len(places) > 1), (err, places)
+    if err:  # shuffled, the warning names the question whose id draws the order
+        assert err[0].endswith("give question 'one' another id (the order of its options is drawn from its id), or "
+                               f"add 'shuffle: false' to it and put its right option elsewhere than place "
+                               f"{next(iter(places)).index(True) + 1}"), err

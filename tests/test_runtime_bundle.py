@@ -10,6 +10,7 @@ JavaScript's numbers and NumPy's alike.
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 from pathlib import Path
@@ -21,7 +22,7 @@ from conftest import minilm_dir
 from generator.models import bert
 from generator.models.bert import BertConfig, write_random_checkpoint
 from generator.errors import BuildError
-from generator.runtime import bundle, quantize
+from generator.runtime import accuracy, bundle, quantize
 from generator.runtime.bundle import export_bundle, read_bundle, reference_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,7 +126,11 @@ CASES = {
     "a flipped byte in vocab.txt": (lambda b: corrupt_byte(b / "vocab.txt", 3),
                                     "bundle/vocab.txt: error: SHA-256 differs from the one bundle.json lists: the file is corrupt"),
     "bundle.json cut short": (lambda b: (b / "bundle.json").write_text((b / "bundle.json").read_text()[:50]),
-                              "bundle/bundle.json: error: not valid JSON at line 3 column 15: Unterminated string starting at"),
+                              "bundle/bundle.json: error: not valid JSON at line 4 column 7: Unterminated string starting at"),
+    "accuracy stated as text": (lambda b: edit_meta(b, lambda m: m["accuracy"]["attention"].update(worst="small")),
+                                "bundle/bundle.json: error: 'accuracy' attention 'worst' must be a number from 0 to 100, not 'small'"),
+    "accuracy without its sentences": (lambda b: edit_meta(b, lambda m: m["accuracy"].pop("sentences")),
+                                       "bundle/bundle.json: error: 'accuracy' must be an object of 'sentences', 'attention' and 'embedding'"),
     "another format": (lambda b: edit_meta(b, lambda m: m.update(format="safetensors")),
                        'bundle/bundle.json: error: not a model bundle description (no "format": "attention-labs-model-bundle")'),
     "a newer version": (lambda b: edit_meta(b, lambda m: m.update(version=2)),
@@ -155,6 +160,49 @@ def test_a_missing_truncated_or_corrupt_file_is_a_build_error_naming_it(tiny, da
     assert str(caught.value).startswith(message)
 
 
+def rehash(folder: Path, name: str, data: bytes) -> None:
+    """Write ``data`` as the bundle's ``name`` and record its size and SHA-256 in bundle.json, as an
+    editor who knows the format would: every hash then agrees, and only the reference can tell."""
+    (folder / name).write_bytes(data)
+    edit_meta(folder, lambda m: m["files"][name].update(bytes=len(data), sha256=bundle._sha256(data)))
+
+
+def set_float32(folder: Path, tensor: str, value: float) -> None:
+    entry = json.loads((folder / "bundle.json").read_text())["tensors"][tensor]
+    data = bytearray((folder / "weights.bin").read_bytes())
+    data[entry["offset"]:entry["offset"] + entry["bytes"]] = np.full(entry["bytes"] // 4, value, "<f4").tobytes()
+    rehash(folder, "weights.bin", bytes(data))
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda b: set_float32(b, "layers.1.ln2.b", 0.5),
+     "bundle/weights.bin: error: the model computes another sentence vector for 'The cat sat on the mat"),
+    (lambda b: set_float32(b, "embeddings.ln.g", 3e38),  # every weight finite, the activations not
+     "bundle/weights.bin: error: the model computes NaN or infinite numbers on 'The cat sat on the mat"),
+    (lambda b: rehash(b, "vocab.txt", (b / "vocab.txt").read_bytes().replace(b"\ncat\n", b"\nkat\n")),
+     "bundle/vocab.txt: error: the tokenizer gives other token ids for 'The cat sat on the mat"),
+    (lambda b: edit_meta(b, lambda m: m["config"].update(layer_norm_eps=0.5)),
+     "bundle/weights.bin: error: the model computes another sentence vector"),
+    (lambda b: edit_meta(b, lambda m: m.pop("reference")), "bundle/bundle.json: error: 'reference' must hold"),
+    (lambda b: edit_meta(b, lambda m: m["reference"]["vectors"][0].__setitem__(0, float("nan"))),
+     "bundle/bundle.json: error: 'reference' vector of 'The cat sat on the mat"),
+])
+def test_a_bundle_changed_consistently_with_its_hashes_is_not_the_model_it_was(tiny, change, message):
+    read_bundle(Path("bundle"))
+    change(tiny)
+    with pytest.raises(BuildError) as caught:
+        read_bundle(Path("bundle"))
+    assert str(caught.value).startswith(message), str(caught.value)
+
+
+def test_the_reference_is_what_the_exported_model_computes(tiny):
+    from generator.runtime.reference import REFERENCE_TEXTS, reference_outputs
+
+    read = read_bundle(tiny)
+    assert read.meta["reference"] == reference_outputs(reference_model(read), REFERENCE_TEXTS)
+    assert all(abs(np.linalg.norm(v) - 1) < 1e-6 for v in read.meta["reference"]["vectors"])
+
+
 # ---- the committed bundle -------------------------------------------------------------------------
 
 def test_the_committed_bundle_is_at_most_25_mb_and_reads_back():
@@ -175,3 +223,34 @@ def test_the_committed_bundle_is_what_the_checkpoint_exports(tmp_path):
     """Regenerate with: python -m generator.runtime.bundle CHECKPOINT content/models/all-minilm-l6-v2"""
     fresh = files_of(export_bundle(minilm_dir(), tmp_path / "fresh"))
     assert fresh == files_of(COMMITTED)
+
+
+# ---- the accuracy bundle.json states ----------------------------------------------------------------
+
+def test_the_committed_bundle_states_what_its_weights_measure():
+    """Re-measured from the committed bundle's weights (not from a fresh export) against the
+    checkpoint, on the sentences bundle.json names: every figure as stated, and the page's target
+    met (worst change at most 5 points, the same top key in at least 99% of rows)."""
+    stated = read_bundle(COMMITTED).meta["accuracy"]
+    assert stated["sentences"] == {"generator": "generator.runtime.accuracy.generated_sentences", "seed": 2201,
+                                   "count": 300, "words": [3, 60]}
+    small = reference_model(read_bundle(COMMITTED), np.float64)
+    full = bert.load_model(minilm_dir(), dtype=np.float64)
+    assert accuracy.measure(small, full, stated["sentences"]["count"], stated["sentences"]["seed"]) == stated
+    assert stated["attention"]["worst"] <= 5.0 and stated["attention"]["same_top_key"] >= 0.99
+    assert stated["attention"]["median"] <= stated["attention"]["p99"] <= stated["attention"]["worst"]
+
+
+def test_the_named_generator_is_the_one_that_made_the_sentences(tiny):
+    meta = read_bundle(tiny).meta["accuracy"]
+    module, _, name = meta["sentences"]["generator"].rpartition(".")
+    made = getattr(importlib.import_module(module), name)
+    assert made is accuracy.generated_sentences
+    texts = made(read_bundle(tiny).tokenizer.vocab, meta["sentences"]["count"], meta["sentences"]["seed"])
+    assert len(texts) == 300 and all(3 <= len(t.split()) <= 60 for t in texts)
+    assert texts == made(read_bundle(tiny).tokenizer.vocab, 300, meta["sentences"]["seed"])  # the seed decides
+
+
+def test_a_bundle_without_a_measurement_still_reads(tiny):
+    edit_meta(tiny, lambda m: m.pop("accuracy"))
+    assert "accuracy" not in read_bundle(Path("bundle")).meta

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_runtime_browser import sentences
 
 from generator.models.wordpiece import encode
+from generator.runtime.accuracy import generated_sentences as sentences
 from generator.runtime.bundle import read_bundle
 from generator.runtime.pagefiles import CODE_FILES, STATIC, page_files
 from generator.runtime.vocab import tokenizer_data

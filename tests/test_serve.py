@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from conftest import signals_at_default
 
 from generator import sitefolder
 from generator.build import build_files
@@ -438,7 +439,8 @@ class Server:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "generator", "serve", "--port", "0", "--content", str(content),
              "--theme", str(THEME), "--output", str(output), *extra],
-            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
+            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8",
+            preexec_fn=signals_at_default)
         self.out: list[str] = []
         self.err: list[str] = []
         self._lines: queue.Queue[str] = queue.Queue()

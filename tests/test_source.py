@@ -57,6 +57,9 @@ def test_yaml_syntax_error_position(tmp_path):
 TAB = "a tab character here; YAML indents with spaces only"
 
 
+INDENT = "this line is indented differently from the lines above it; a key lines up with the other keys"
+
+
 @pytest.mark.parametrize("text, where, message", [
     pytest.param("a: 1\n\tb: 2\n", "2:1", TAB, id="tab-before-a-key"),
     pytest.param("a:\n  - x\n\t- y\n", "3:1", TAB, id="tab-before-a-list-item"),
@@ -65,7 +68,12 @@ TAB = "a tab character here; YAML indents with spaces only"
     pytest.param("a:\n  b: 1\n  c\n  d: 2\n", "3:3", "this line has no ':'", id="nested-line-without-colon"),
     pytest.param('a: "unclosed\nb: 2\n', "1:4", "this quoted value is never closed", id="unclosed-quote"),
     pytest.param("a: [1, 2\nb: 2\n", "1:4", "did not find expected ',' or ']'", id="unclosed-bracket"),
-    pytest.param("a:\n  - x\n - y\nb: 1\n", "3:2", "did not find expected key", id="under-indented-item"),
+    pytest.param("a:\n  - x\n - y\nb: 1\n", "3:2", INDENT, id="under-indented-item"),
+    # libyaml's "mapping values are not allowed" and "expected <block end>" say nothing of indentation
+    pytest.param("title: x\ndescription: y\n topics: []\n", "3:8", INDENT, id="key-indented-one-space-too-far"),
+    pytest.param("a:\n  b: 1\n c: 2\n", "3:2", INDENT, id="key-between-two-indents"),
+    pytest.param("a:\n  - x\n - y\n", "3:2", INDENT, id="item-between-two-indents"),
+    pytest.param("a: b: c\n", "1:5", INDENT, id="value-holding-colon-space"),
 ])
 def test_yaml_syntax_errors_name_a_tab_and_point_at_the_wrong_line(tmp_path, text, where, message):
     path = tmp_path / "a.yaml"

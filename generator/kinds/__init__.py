@@ -60,8 +60,8 @@ from generator.source import Reader
 # A kind's whole view of the generator: the hooks, what they take and give and the errors, here;
 # and generator.kinds.helpers for the files and JSON a page carries.
 __all__ = ["ENTRY_POINT_GROUP", "BuildError", "Computed", "Content", "ContentError", "Diagnostic", "KindQuestion",
-           "Lab", "LabKind", "Option", "PageData", "Reader", "SiteError", "all_kinds", "did_you_mean", "display_path",
-           "get_kind", "kind_names", "pickled_as_call", "regular_problem"]
+           "Lab", "LabKind", "ModelUse", "Option", "PageData", "Reader", "SiteError", "all_kinds", "did_you_mean",
+           "display_path", "get_kind", "kind_names", "pickled_as_call", "regular_problem"]
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,17 @@ class PageData:
 
     embedded: Any
     files: Mapping[str, bytes] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ModelUse:
+    """A shared model one lab uses (:meth:`LabKind.models`): ``model`` is its name in
+    :data:`generator.models.store.MODELS`, what ``labs models fetch`` fetches when it is given no
+    name; ``stored`` are the results of the model the lab reads from its stored file
+    (:class:`generator.runtime.decoded.Request` objects), which ``labs decode`` computes."""
+
+    model: str
+    stored: tuple[Any, ...] = ()
 
 
 class LabKind:
@@ -182,6 +193,15 @@ class LabKind:
         no cache, e.g. ``--no-cache``). ``options`` as in :meth:`compute`. Raise ContentError for
         a lab's mistake, BuildError for anything else. Default: none."""
         return {}
+
+    def models(self, lab: Lab) -> Sequence[ModelUse]:
+        """The shared models ``lab`` uses, and what it reads of each from its stored file: a
+        :class:`ModelUse` per model. ``labs models fetch`` (no names) fetches every model the site's
+        labs use; ``labs decode`` computes every stored result they read
+        (:mod:`generator.runtime.decoded`). It is asked of labs as far as they loaded — a lab whose
+        stored results are missing is one with mistakes — so it must work from ``lab.spec`` alone.
+        Default: none."""
+        return ()
 
     def heavy_part(self, lab: Lab, embedded: Any) -> tuple[Path, int, int, int] | None:
         """The part of ``embedded`` (what :meth:`page` embeds) an author controls and that can

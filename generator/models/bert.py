@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from generator.models.core import merge_heads, scaled_dot_product_attention, spl
 from generator.models.safetensors_io import load_safetensors, read_header
 from generator.models.wordpiece import Encoding, WordPieceTokenizer, encode, load_tokenizer
 from generator.errors import BuildError, display_path
+from generator.filepolicy import read_limited
 
 # model_type values whose checkpoints have exactly BertModel's architecture and tensor names.
 BERT_MODEL_TYPES = frozenset({"bert"})
@@ -273,16 +275,14 @@ CONFIG_LIMITS = {
 def read_config(path: Path) -> BertConfig:
     """Parse and check a BERT ``config.json``; :class:`BuildError` naming it for anything else."""
     shown = display_path(path)
-    try:
-        raw = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BuildError("config.json not found: is this a Hugging Face model folder?", path=shown) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BuildError(f"cannot read config: {exc}", path=shown) from None
-    try:
-        data = json.loads(raw)
+    if not os.path.lexists(path):
+        raise BuildError("config.json not found: is this a Hugging Face model folder?", path=shown)
+    try:  # the file policy: a FIFO or a device refused before it is opened, a huge file on its size
+        data = json.loads(read_limited(Path(path), None, 1 << 20, what="a model configuration").decode("utf-8"))
     except json.JSONDecodeError as exc:
         raise BuildError(f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", path=shown) from None
+    except ValueError as exc:  # not UTF-8, or an integer of thousands of digits
+        raise BuildError(f"cannot read config: {exc}", path=shown) from None
     except RecursionError:
         raise BuildError("config is nested too deeply to be a model configuration", path=shown) from None
     if not isinstance(data, dict):

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from generator.errors import BuildError, display_path
+from generator.filepolicy import refused
 
 # safetensors dtype name -> (little-endian NumPy dtype of the stored bytes, bytes per element).
 # BF16 has no NumPy dtype: it is stored as "<u2" and widened to float32 by hand.
@@ -87,6 +88,9 @@ def read_header(path: Path) -> SafetensorsHeader:
     violation of the format described in the module docstring.
     """
     path = Path(path)
+    problem = refused(path, None)  # before it is opened: a FIFO would block, /dev/zero never end
+    if problem is not None:
+        raise problem
     try:
         size = path.stat().st_size
         with path.open("rb") as f:
@@ -105,7 +109,7 @@ def read_header(path: Path) -> SafetensorsHeader:
         raise _fail(path, f"cannot read file: {exc.strerror}") from None
     try:
         header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, ValueError) as exc:  # ValueError: also an integer of thousands of digits
         raise _fail(path, f"safetensors header is not valid UTF-8 JSON ({exc})") from None
     except RecursionError:
         raise _fail(path, "safetensors header is nested too deeply to be a safetensors header") from None

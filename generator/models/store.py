@@ -126,17 +126,48 @@ def fetch_command(name: str) -> str:
 
 # ---- checking files ----------------------------------------------------------------------------
 
+NOTED_BYTES = 1 << 20  # a file this big keeps its hash in a note beside it: hashing it costs more than reading a note
 _hashes: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> SHA-256: each file hashed once a process
 
 
 def file_sha256(path: Path) -> str:
-    """SHA-256 of a regular file, remembered while its size and time stay the same."""
+    """SHA-256 of a regular file, remembered while its size and time stay the same: in this process,
+    and between processes in a note beside it (``.<name>.sha256``: size, time, hash), so that a build
+    that checks a 98 MB model it has checked before does not read it again (files under
+    :data:`NOTED_BYTES` are simply read). The note is trusted only for the size and time it records;
+    one that cannot be written is not kept."""
     stat = os.stat(path)
     key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
-    if key not in _hashes:
+    if key not in _hashes and stat.st_size < NOTED_BYTES:
         with open(path, "rb") as f:
             _hashes[key] = hashlib.file_digest(f, "sha256").hexdigest()
+    if key not in _hashes:
+        note = Path(path).with_name(f".{Path(path).name}.sha256")
+        stamp = f"{stat.st_size} {stat.st_mtime_ns} "
+        try:
+            kept = note.read_text(encoding="ascii")
+        except (OSError, UnicodeDecodeError):
+            kept = ""
+        if kept.startswith(stamp) and len(kept.strip()) == len(stamp) + 64:
+            _hashes[key] = kept.strip()[len(stamp):]
+        else:
+            with open(path, "rb") as f:
+                _hashes[key] = hashlib.file_digest(f, "sha256").hexdigest()
+            try:
+                partial = note.with_name(f"{note.name}.{os.getpid()}")
+                partial.write_text(stamp + _hashes[key] + "\n", encoding="ascii")
+                os.replace(partial, note)
+            except OSError:
+                pass
     return _hashes[key]
+
+
+def pinned_sha256(name: str) -> str:
+    """The pinned SHA-256 of a model's main file (the GGUF; for a checkpoint folder, its weights):
+    what a result computed with the model records, so a build can tell a stale one without the model."""
+    model = source(name)
+    main = model.main or next((f.name for f in model.files if f.name.endswith(".safetensors")), model.files[0].name)
+    return next(f.sha256 for f in model.files if f.name == main)
 
 
 def file_problem_of(path: Path, pinned: PinnedFile) -> str | None:

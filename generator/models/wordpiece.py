@@ -26,16 +26,25 @@ special token. Authored sentences are text, never control sequences.
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from generator.errors import BuildError, display_path
+from generator.filepolicy import read_limited
 
 # Google's BERT uses 100; beyond it a "word" is almost certainly not language (a URL, a hash).
 MAX_INPUT_CHARS_PER_WORD = 100
+# A vocabulary is read whole, and a page may load it whole: at most a million pieces (the most a
+# checkpoint's config may name, bert.CONFIG_LIMITS) in at most 16 MB. Multilingual BERT, the largest
+# WordPiece vocabulary in common use, is 119,547 pieces in 0.9 MB; MiniLM's is 30,522 in 0.2 MB.
+MAX_VOCAB_PIECES = 1_000_000
+MAX_VOCAB_BYTES = 16_000_000
+MAX_SETTINGS_BYTES = 1_000_000  # tokenizer_config.json: a few switches (Hugging Face's add a token table)
 
 
 @dataclass(frozen=True)
@@ -68,45 +77,47 @@ class Encoding:
 # ---- vocabulary ---------------------------------------------------------------------------
 
 
-def load_vocab(path: Path) -> dict[str, int]:
+def load_vocab(path: Path, inside: Path | None = None) -> dict[str, int]:
     """``vocab.txt``: one piece per line, id = line number (a repeated piece keeps its last id).
 
-    Raises :class:`BuildError` naming the file if it is missing, not UTF-8 or empty.
+    Read under the file policy (:func:`generator.filepolicy.read_limited`: no FIFO or device, no
+    link out of ``inside``, the size compared before reading). Raises :class:`BuildError` naming
+    the file if it is missing, refused, over :data:`MAX_VOCAB_BYTES` or :data:`MAX_VOCAB_PIECES`,
+    not UTF-8 or empty.
     """
     path = Path(path)
-    try:
-        with path.open("r", encoding="utf-8") as reader:  # universal newlines, as transformers reads it
-            lines = reader.readlines()
-    except FileNotFoundError:
-        raise BuildError("vocabulary file not found", path=display_path(path)) from None
-    except IsADirectoryError:
-        raise BuildError("expected a file but found a folder", path=display_path(path)) from None
+    raw = read_limited(path, inside, MAX_VOCAB_BYTES, what="a vocabulary")
+    try:  # universal newlines, as transformers reads it
+        lines = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8").readlines()
     except UnicodeDecodeError as exc:
         raise BuildError(f"vocabulary is not valid UTF-8 (byte offset {exc.start})", path=display_path(path)) from None
-    except OSError as exc:
-        raise BuildError(f"cannot read vocabulary: {exc.strerror}", path=display_path(path)) from None
+    if len(lines) > MAX_VOCAB_PIECES:
+        raise BuildError(f"vocabulary has {len(lines):,} lines; at most {MAX_VOCAB_PIECES:,} pieces are read",
+                         path=display_path(path))
     vocab = {line.rstrip("\n"): index for index, line in enumerate(lines)}
     if not vocab:
         raise BuildError("vocabulary file is empty", path=display_path(path))
     return vocab
 
 
-def load_tokenizer(model_dir: Path) -> WordPieceTokenizer:
+def load_tokenizer(model_dir: Path, inside: Path | None = None) -> WordPieceTokenizer:
     """The tokenizer of a Hugging Face folder: ``vocab.txt`` plus, if present, the switches
     ``do_lower_case``, ``strip_accents`` and ``tokenize_chinese_chars`` of ``tokenizer_config.json``.
+    Both are read under the file policy, with links followed only while they stay inside ``inside``.
 
     Raises :class:`BuildError` naming the file for a missing/bad vocabulary, an unreadable
     ``tokenizer_config.json``, or a vocabulary lacking ``[CLS]``, ``[SEP]`` or ``[UNK]``.
     """
     model_dir = Path(model_dir)
     vocab_path = model_dir / "vocab.txt"
-    vocab = load_vocab(vocab_path)
+    vocab = load_vocab(vocab_path, inside)
     settings: dict = {}
     config_path = model_dir / "tokenizer_config.json"
-    if config_path.is_file():
+    if os.path.lexists(config_path):
+        raw = read_limited(config_path, inside, MAX_SETTINGS_BYTES, what="tokenizer settings")
         try:
-            settings = json.loads(config_path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            settings = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # ValueError: also an int of 5,000 digits
             raise BuildError(f"cannot read tokenizer settings: {exc}", path=display_path(config_path)) from None
         if not isinstance(settings, dict):
             raise BuildError("tokenizer settings must be a JSON object", path=display_path(config_path))
@@ -232,35 +243,89 @@ def wordpiece(word: str, tokenizer: WordPieceTokenizer) -> list[str]:
 
 # ---- locating words in the original text (display only) ------------------------------------
 
+# The exact search for a word the per-character walk cannot place is quadratic in the run it
+# tries, so it is tried only for words this short (longer ones stay unaligned): a word's span then
+# costs at most a constant number of normalised characters, and a whole text a constant times its
+# length (the tokens lab's test counts them).
+EXACT_SEARCH_MAX_CHARS = 16
 
-def _word_spans(text: str, words: list[str], tokenizer: WordPieceTokenizer) -> list[tuple[int, int] | None]:
+
+def _word_spans(text: str, words: list[str], tokenizer: WordPieceTokenizer,
+                steps: list[int] | None = None) -> list[tuple[int, int] | None]:
     """Where each word stands in ``text``: for each word, in order, the shortest substring
     from the cursor that the pipeline normalises to exactly that word, extended over any
     combining marks that follow (the accent of "café" written as e + U+0301 stays with it).
 
     Display only: the tokens themselves never depend on it. A word that cannot be aligned
     (a normalisation that does not work character by character) gets None.
+
+    Linear in the text: each code point is normalised alone once (:func:`_spans_walk` joins
+    those pieces until they spell the word, then checks the whole run once); only a word of at
+    most :data:`EXACT_SEARCH_MAX_CHARS` that the walk cannot place is searched for exactly, run
+    by run, within 4 × its length + 8 code points. ``steps``, if given, counts the code points
+    normalised (``steps[0]``), the algorithm's unit of work.
     """
+    count = steps if steps is not None else [0]
+    cache: dict[str, str] = {}
 
     def norm(s: str) -> str:
+        count[0] += len(s)
         return _normalise_token(unicodedata.normalize("NFC", clean_text(s)), tokenizer)
+
+    def alone(i: int) -> str:  # one code point normalised by itself, each distinct one once
+        c = text[i]
+        if c not in cache:
+            cache[c] = norm(c)
+        else:
+            count[0] += 1
+        return cache[c]
 
     spans: list[tuple[int, int] | None] = []
     cursor = 0
     for word in words:
         # skip what produces no word characters: whitespace, control chars, stray marks
-        while cursor < len(text) and norm(text[cursor]).strip() == "":
+        while cursor < len(text) and alone(cursor).strip() == "":
             cursor += 1
-        limit = min(len(text), cursor + 4 * len(word) + 8)  # generous: marks normalise to nothing
-        end = next((e for e in range(cursor + 1, limit + 1) if norm(text[cursor:e]) == word), None)
+        end = _spans_walk(text, word, cursor, alone)
+        if end is not None and norm(text[cursor:end]) != word:
+            end = None
+        if end is None and len(word) <= EXACT_SEARCH_MAX_CHARS:
+            end = _spans_exact(text, word, cursor, norm)
         if end is None:
             spans.append(None)
             continue
-        while end < len(text) and unicodedata.category(text[end]).startswith("M") and norm(text[cursor : end + 1]) == word:
-            end += 1
         spans.append((cursor, end))
         cursor = end
     return spans
+
+
+def _spans_walk(text: str, word: str, cursor: int, alone) -> int | None:
+    """The end of ``word`` from ``cursor`` when the code points, each normalised alone, spell it
+    exactly (then over the marks that follow and normalise to nothing); None where they do not."""
+    end, made = cursor, 0
+    while made < len(word) and end < len(text):
+        piece = alone(end)
+        if word[made:made + len(piece)] != piece:
+            return None
+        made += len(piece)
+        end += 1
+    if made != len(word):
+        return None
+    while end < len(text) and unicodedata.category(text[end]).startswith("M") and alone(end) == "":
+        end += 1
+    return end
+
+
+def _spans_exact(text: str, word: str, cursor: int, norm) -> int | None:
+    """The end of the shortest run from ``cursor`` that normalises to ``word`` as a whole, within
+    4 × its length + 8 code points, extended over marks that keep it so; None if there is none."""
+    limit = min(len(text), cursor + 4 * len(word) + 8)  # generous: marks normalise to nothing
+    end = next((e for e in range(cursor + 1, limit + 1) if norm(text[cursor:e]) == word), None)
+    if end is None:
+        return None
+    while end < len(text) and unicodedata.category(text[end]).startswith("M") and norm(text[cursor : end + 1]) == word:
+        end += 1
+    return end
 
 
 # ---- the whole tokenizer ---------------------------------------------------------------------

@@ -6,9 +6,10 @@ its WordPiece tokenizer; shared by every lab kind that wants it.
 data for the page), ``pagefiles.py`` (the classic scripts a site serves), ``site.py`` (where a
 bundle's files go in a site and where a bundle comes from) and ``static/`` (the JavaScript
 forward pass, tokenizer and loader). The decoder's page files are ``decoder.py``; ``fetch.py``
-gets a model into a site (its pinned files, and MiniLM's bundle into ``content/models/``) and
-``commands.py`` is ``labs models`` and ``labs next``, which the CLI adds beside the kinds'
-commands. docs/runtime.md describes the formats and the JavaScript API.
+gets a model into a site (its pinned files, and MiniLM's bundle into ``content/models/``),
+``decoded.py`` keeps the decoder's results for a lab's authored texts beside the lab, and
+``commands.py`` is ``labs models``, ``labs decode`` and ``labs next``, which the CLI adds beside the
+kinds' commands with the host's view of which labs use which model. docs/runtime.md describes the formats and the JavaScript API.
 
 A module here imports the shared models (:mod:`generator.models`), :mod:`generator.errors`,
 :mod:`generator.filepolicy` and :mod:`generator.webfiles` (JSON, fingerprints, minified code),

@@ -17,7 +17,9 @@
      "quantization": {"scheme": "int8-symmetric-groupwise", "group": 32, "levels": 127,
                       "scale_dtype": "float16", "dequantize": "float32(q) * float32(scale)"},
      "tensors": {<name>: {"dtype": "int8" | "float16" | "float32", "shape": [...], "offset", "bytes"}},
-     "files": {<file name>: {"bytes", "sha256"}}}       # weights.bin, vocab.txt, tokenizer_config.json, LICENSE
+     "files": {<file name>: {"bytes", "sha256"}},       # weights.bin, vocab.txt, tokenizer_config.json, LICENSE
+     "accuracy": {"sentences", "attention", "embedding"},  # measured at export (generator/runtime/accuracy.py)
+     "reference": {"texts", "ids", "vectors"}}          # what the model computed at export (reference.py)
 
 The tensors (:func:`~generator.runtime.tensors.layout`): a weight matrix is ``<name>.q`` (int8, ``[out, in]``: each row is
 what one output sums over) and ``<name>.scales`` (float16, ``[out, ceil(in/32)]``) with a float32
@@ -47,9 +49,11 @@ import numpy as np
 
 from generator.models import bert
 from generator.models.bert import BertConfig, BertModel
-from generator.models.wordpiece import WordPieceTokenizer, load_tokenizer
+from generator.models.wordpiece import MAX_SETTINGS_BYTES, MAX_VOCAB_BYTES, WordPieceTokenizer, load_tokenizer
 from generator.errors import BuildError, display_path
-from generator.runtime import quantize
+from generator.filepolicy import read_limited, refused
+from generator.runtime import accuracy, quantize
+from generator.runtime.reference import REFERENCE_TEXTS, check_reference, reference_outputs
 from generator.runtime.tensors import MATRICES, dequantized_weights, layout, quantized_tensors  # noqa: F401 (part of this module's API)
 
 FORMAT = "attention-labs-model-bundle"
@@ -60,6 +64,11 @@ BUNDLE_FILE, WEIGHTS_FILE, VOCAB_FILE, TOKENIZER_FILE, LICENSE_FILE = (
 CHECKED_FILES = (WEIGHTS_FILE, VOCAB_FILE, TOKENIZER_FILE, LICENSE_FILE)  # listed with size and sha256
 LICENSES = Path(__file__).resolve().parent / "licenses"
 _DTYPES = {"int8": np.dtype("<i1"), "float16": np.dtype("<f2"), "float32": np.dtype("<f4")}
+# What a read accepts before it looks inside a file: a page downloads the weights (MiniLM's are
+# 24.6 MB, BERT-base's would be 110 MB in int8); the description is a few hundred kilobytes.
+MAX_META_BYTES = 4_000_000
+_LIMITS = {WEIGHTS_FILE: 256_000_000, VOCAB_FILE: MAX_VOCAB_BYTES, TOKENIZER_FILE: MAX_SETTINGS_BYTES,
+           LICENSE_FILE: 1_000_000}
 _CONFIG_INTS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
                 "max_position_embeddings", "type_vocab_size")
 
@@ -143,6 +152,8 @@ def license_text(card: ModelCard, changes: str | None = None) -> str:
 
 def bundle_files(model_dir: Path, card: ModelCard = MINILM) -> dict[str, bytes]:
     """Every file of the bundle for the checkpoint folder ``model_dir``, by name; nothing written.
+    bundle.json's ``"accuracy"`` is measured here (:func:`generator.runtime.accuracy.measure`: for
+    MiniLM, about 20 s of CPU on one thread).
 
     Raises :class:`BuildError` naming the file for anything ``bert.load_model`` refuses.
     """
@@ -159,6 +170,9 @@ def bundle_files(model_dir: Path, card: ModelCard = MINILM) -> dict[str, bytes]:
         table[name] = {"dtype": dtype, "shape": list(shape), "offset": len(blob), "bytes": array.nbytes}
         blob += array.tobytes()
     t = model.tokenizer
+    stored = {name: np.frombuffer(bytes(blob), dtype=_DTYPES[entry["dtype"]], count=math.prod(entry["shape"]),
+                                  offset=entry["offset"]).reshape(entry["shape"]) for name, entry in table.items()}
+    exported = BertModel(config=config, weights=dequantized_weights(stored, config), tokenizer=t, model_dir=model_dir)
     files: dict[str, bytes] = {
         WEIGHTS_FILE: bytes(blob),
         VOCAB_FILE: (model_dir / VOCAB_FILE).read_bytes(),
@@ -177,6 +191,11 @@ def bundle_files(model_dir: Path, card: ModelCard = MINILM) -> dict[str, bytes]:
                          "dequantize": "float32(q) * float32(scale)"},
         "tensors": table,
         "files": {name: {"bytes": len(data), "sha256": _sha256(data)} for name, data in sorted(files.items())},
+        # How far the 8-bit weights move the model, for the pages to state: measured here, once.
+        "accuracy": accuracy.measure(BertModel(config=config, weights=dequantized_weights(tensors, config, np.float64),
+                                               tokenizer=t, model_dir=model_dir),
+                                     bert.load_model(model_dir, dtype=np.float64)),
+        "reference": reference_outputs(exported, REFERENCE_TEXTS),
     }
     return {BUNDLE_FILE: _json_bytes(meta), **files}
 
@@ -207,15 +226,20 @@ def _fail(path: Path, message: str) -> BuildError:
     return BuildError(message, path=display_path(path))
 
 
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise _fail(path, "file not found: the model bundle is incomplete") from None
-    except IsADirectoryError:
-        raise _fail(path, "expected a file but found a folder") from None
-    except OSError as exc:
-        raise _fail(path, f"cannot read file: {exc.strerror}") from None
+def _read_file(path: Path, folder: Path, limit: int, listed: int | None = None) -> bytes:
+    """A bundle file's bytes under the file policy: a link out of the bundle's folder, a FIFO or a
+    device refused before it is opened, its size compared with ``listed`` (what bundle.json says)
+    and with ``limit`` before a byte of it is read."""
+    problem = refused(path, folder)
+    if problem is not None:
+        raise problem
+    if not os.path.lexists(path):
+        raise _fail(path, "file not found: the model bundle is incomplete")
+    size = path.stat().st_size
+    if listed is not None and size != listed and not path.is_dir():
+        kind = "truncated" if size < listed else "corrupt"
+        raise _fail(path, f"{size:,} bytes where {BUNDLE_FILE} lists {listed:,}: the file is {kind}")
+    return read_limited(path, folder, limit, size=listed, what=f"a bundle's {path.name}")
 
 
 def _config(meta: Mapping, path: Path) -> BertConfig:
@@ -274,42 +298,50 @@ def _tensor_views(meta: Mapping, config: BertConfig, weights: bytes, path: Path)
 def read_bundle(folder: Path) -> Bundle:
     """Read and check a bundle folder; :class:`BuildError` naming the file for any problem.
 
+    Every file is read under the file policy (:func:`_read_file`): a link out of the bundle's
+    folder (a LICENSE linked to /etc/passwd would be published), a FIFO or a device is refused
+    before it is opened, and a file's size is compared with what bundle.json lists before it is read.
+
     Checked: bundle.json's format, version, config and quantization; that every listed file is
     there with the listed size and SHA-256 (a shorter file is called truncated); that the tensor
     table is exactly :func:`layout` of the config, inside weights.bin, aligned; that the
-    tokenizer loads and its vocabulary fits the embedding table; that every weight is finite.
+    tokenizer loads and its vocabulary fits the embedding table; that every weight is finite; and
+    that the model computes the reference outputs stored at export (:mod:`.reference`).
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise _fail(folder, "model bundle folder not found" if not folder.exists() else "expected a model bundle folder but found a file")
     meta_path = folder / BUNDLE_FILE
-    raw = _read_bytes(meta_path)
+    raw = _read_file(meta_path, folder, MAX_META_BYTES)
     try:
         meta = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise _fail(meta_path, "not UTF-8 text: the file is corrupt") from None
     except json.JSONDecodeError as exc:
         raise _fail(meta_path, f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except ValueError as exc:  # an integer of thousands of digits
+        raise _fail(meta_path, f"not a bundle description: {exc}") from None
     except RecursionError:
         raise _fail(meta_path, "nested too deeply to be a bundle description") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise _fail(meta_path, f"not a model bundle description (no \"format\": \"{FORMAT}\")")
-    if meta.get("version") != VERSION:
+    if type(meta.get("version")) is not int or meta.get("version") != VERSION:
         raise _fail(meta_path, f"bundle format version {meta.get('version')!r}; this reader knows version {VERSION}")
     config = _config(meta, meta_path)
     _check_quantization(meta, meta_path)
+    problem = accuracy.accuracy_problem(meta)
+    if problem is not None:
+        raise _fail(meta_path, problem)
     listed = meta.get("files")
     if not isinstance(listed, dict) or sorted(listed) != sorted(CHECKED_FILES):
         raise _fail(meta_path, f"'files' must list exactly {', '.join(sorted(CHECKED_FILES))}")
     contents = {}
     for name in CHECKED_FILES:
         entry, path = listed[name], folder / name
-        if not (isinstance(entry, dict) and type(entry.get("bytes")) is int and isinstance(entry.get("sha256"), str)):
+        if not (isinstance(entry, dict) and type(entry.get("bytes")) is int and entry["bytes"] >= 0
+                and isinstance(entry.get("sha256"), str)):
             raise _fail(meta_path, f"'files' entry for {name} needs 'bytes' and 'sha256'")
-        data = _read_bytes(path)
-        if len(data) != entry["bytes"]:
-            kind = "truncated" if len(data) < entry["bytes"] else "corrupt"
-            raise _fail(path, f"{len(data):,} bytes where {BUNDLE_FILE} lists {entry['bytes']:,}: the file is {kind}")
+        data = _read_file(path, folder, _LIMITS[name], entry["bytes"])
         if _sha256(data) != entry["sha256"]:
             raise _fail(path, f"SHA-256 differs from the one {BUNDLE_FILE} lists: the file is corrupt")
         contents[name] = data
@@ -317,11 +349,26 @@ def read_bundle(folder: Path) -> Bundle:
     for name, array in tensors.items():
         if array.dtype.kind == "f" and not np.isfinite(array).all():
             raise _fail(folder / WEIGHTS_FILE, f"tensor {name!r} holds NaN or infinite values")
-    tokenizer = load_tokenizer(folder)
+    tokenizer = load_tokenizer(folder, folder)
     largest = max(tokenizer.vocab.values())
     if largest >= config.vocab_size:
         raise _fail(folder / VOCAB_FILE, f"vocabulary has ids up to {largest} but the model has {config.vocab_size} token embeddings")
-    return Bundle(folder=folder, meta=meta, config=config, tensors=tensors, tokenizer=tokenizer)
+    bundle = Bundle(folder=folder, meta=meta, config=config, tensors=tensors, tokenizer=tokenizer)
+    check_reference(meta, reference_model(bundle), meta_path, folder / WEIGHTS_FILE, folder / VOCAB_FILE)
+    return bundle
+
+
+def model_key(bundle: Bundle) -> str:
+    """What the bundle's model computes depends on, as one SHA-256 (64 hex digits): its weights and
+    its tokenizer. The SHA-256 of the lines ``<sha256>  <file>`` (as ``sha256sum`` prints them) of
+    weights.bin, vocab.txt and tokenizer_config.json, as bundle.json lists them: a figure measured
+    on a bundle holds for every bundle with this key, whatever its licence text or its accuracy
+    entry says."""
+    lines = "".join(f"{bundle.meta['files'][name]['sha256']}  {name}\n" for name in sorted(MODEL_FILES))
+    return _sha256(lines.encode())
+
+
+MODEL_FILES = (WEIGHTS_FILE, VOCAB_FILE, TOKENIZER_FILE)  # what the numbers a bundle's model computes depend on
 
 
 def reference_model(bundle: Bundle, dtype: type = np.float32) -> BertModel:

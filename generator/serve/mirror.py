@@ -15,6 +15,8 @@ from generator.errors import SiteError
 # Writing a large site to disk takes a while; waiting for the author to pause keeps it out
 # of the way of the next rebuild.
 MIRROR_DELAY_SECONDS = 0.3
+# How long a whole-site write that was told to stop may take to remove its folder.
+CANCEL_SECONDS = 0.3
 
 
 class Mirror:
@@ -33,6 +35,7 @@ class Mirror:
         self._due = 0.0
         self._closed = False
         self._on_disk: dict[str, bytes] | None = None  # what the last write left in output
+        self._cancel = threading.Event()  # set by close() when time is up: a whole-site write stops
         self._thread = threading.Thread(target=self._run, name="labs-mirror", daemon=True)
         self._thread.start()
 
@@ -43,12 +46,18 @@ class Mirror:
             self._cond.notify_all()
 
     def close(self, timeout: float | None = None) -> bool:
-        """Write what is pending now, then stop; False if that took longer than ``timeout``."""
+        """Write what is pending now, then stop; False if that took longer than ``timeout``. A
+        whole site still being written then is given up (:data:`CANCEL_SECONDS`): its temporary
+        folder is removed and ``output`` keeps the previous site, never half of the new one."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
         self._thread.join(timeout)
-        return not self._thread.is_alive()
+        if self._thread.is_alive():
+            self._cancel.set()
+            self._thread.join(CANCEL_SECONDS)
+            return False
+        return True
 
     def _run(self) -> None:
         while True:
@@ -62,6 +71,8 @@ class Mirror:
                     return
             try:
                 self._write(files)
+            except sitefolder.Cancelled:
+                return
             except SiteError as exc:
                 self._on_disk = None
                 self.warn(f"could not write the site to disk (still serving it): {exc}")
@@ -71,7 +82,7 @@ class Mirror:
         target = self.output.resolve()
         marker = target / sitefolder.MARKER
         if previous is None or not marker.is_file() or marker.read_bytes() != sitefolder.MARKER_TEXT:
-            sitefolder.write_site(files, self.output)
+            sitefolder.write_site(files, self.output, self._cancel)
             self._on_disk = files
             return
         try:

@@ -39,7 +39,7 @@ from generator.speed.workers import lab_pool
 log = logging.getLogger(__name__)
 
 
-STOP_SECONDS = 1.5  # Ctrl-C stops within this long, even with a rebuild under way
+STOP_SECONDS = 1.2  # Ctrl-C or SIGTERM stops within this long (a rebuild under way is abandoned)
 
 def special_files(paths: Iterable[Path], root: Path | None = None) -> list[Diagnostic]:
     """Every FIFO, device or socket among ``paths`` and below those that are folders, or symbolic
@@ -116,8 +116,10 @@ class DevServer:
         return self.url
 
     def stop(self) -> None:
-        """Stop watching, close connections, let the rebuild under way and the disk copy finish,
-        but within :data:`STOP_SECONDS` (the threads left are daemons: they end with the process)."""
+        """Stop watching, close connections and let the disk copy of the last good site finish,
+        within :data:`STOP_SECONDS`. A rebuild under way is not waited for: a lab's computing can
+        take many seconds, and its result would only be thrown away (the thread is a daemon: it
+        ends with the process; it writes nothing, the mirror writes)."""
         deadline = time.monotonic() + STOP_SECONDS
         if self._observer is not None:
             self._observer.stop()
@@ -128,7 +130,8 @@ class DevServer:
                 self._httpd.shutdown()
             self._httpd.server_close()
         for t in self._threads + ([self._observer] if self._observer is not None else []):
-            t.join(max(0.0, deadline - time.monotonic()))
+            if t.name != "labs-rebuild":
+                t.join(max(0.0, deadline - time.monotonic()))
         if self._mirror is not None and not self._mirror.close(max(0.0, deadline - time.monotonic())):
             self.warn("stopped before the site was written to disk; the next build writes it")
 
@@ -221,6 +224,10 @@ class DevServer:
         return
 
 
+def _interrupt(signum: int, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def serve(content: Path, theme: Path | None, output: Path, host: str = "127.0.0.1", port: int = 8000,
           open_browser: bool = False, report: Callable[[str], None] = print,
           warn: Callable[[str], None] = print, options: Mapping[str, Any] | None = None) -> int:
@@ -241,25 +248,34 @@ def serve(content: Path, theme: Path | None, output: Path, host: str = "127.0.0.
              "This is a development server, not hardened for the internet; use --host 127.0.0.1 unless you "
              "mean it.")
     server = DevServer(content, theme, output, host, port, report, warn, options)
-    stop = threading.Event()
     previous = {}
+    main = threading.current_thread() is threading.main_thread()
     try:
         try:
-            url = server.start()
-            if threading.current_thread() is threading.main_thread():
-                for sig in (signal.SIGINT, signal.SIGTERM):  # from here on, Ctrl-C stops cleanly
-                    previous[sig] = signal.signal(sig, lambda *_: stop.set())
-        except KeyboardInterrupt:  # Ctrl-C during the first build
+            if main:  # SIGTERM stops it as Ctrl-C does: a KeyboardInterrupt wherever the main thread is
+                previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, _interrupt)
+            url = server.start()  # a first build with workers ends them on the way out (speed/workers.py)
+        except KeyboardInterrupt:  # during the first build
             return 0
-        watching = f"{display_path(content)}/" + (f" and {display_path(theme)}/" if theme else "")
-        report(f"serving {url} — watching {watching} (Ctrl-C to stop)")
-        if open_browser:
-            threading.Thread(target=webbrowser.open, args=(url,), name="labs-browser", daemon=True).start()
-        while not stop.wait(0.25):
+        try:
+            watching = f"{display_path(content)}/" + (f" and {display_path(theme)}/" if theme else "")
+            report(f"serving {url} — watching {watching} (Ctrl-C to stop)")
+            if open_browser:
+                threading.Thread(target=webbrowser.open, args=(url,), name="labs-browser", daemon=True).start()
+            # The main thread only waits; a signal's handler raises here and sets no lock-taking
+            # object (an Event set from a handler deadlocks when the signal falls inside its wait).
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
             pass
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        server.stop()
+        if main:  # stopping now: a second Ctrl-C must not cut the stop short (the disk copy's cleanup)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous.setdefault(sig, signal.signal(sig, signal.SIG_IGN))
+        try:
+            server.stop()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
     report("stopped")
     return 0

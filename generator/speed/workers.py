@@ -2,7 +2,10 @@
 process pool on a machine with several cores, else in this process, with the same results.
 
 A lab's work is independent of every other lab's, so the pool forks after the site is loaded
-(each worker has it all already) and results come back in order.
+(each worker has it all already) and results come back in order. Each worker runs NumPy's BLAS
+on one thread (one worker per core is the parallelism), and leaves signals to the build: a build
+stopped by SIGTERM or Ctrl-C ends its workers at once, whatever lab they are on, instead of
+waiting for the labs they hold.
 """
 
 from __future__ import annotations
@@ -56,6 +59,17 @@ def _die_with_parent() -> None:
 
 def _start_worker(initializer: Callable | None, initargs: tuple) -> None:
     _die_with_parent()
+    # The build that forked this worker decides when to stop: a Ctrl-C at the terminal reaches the
+    # whole process group, and a worker that raised KeyboardInterrupt into its lab would hand it
+    # back as that lab's result and start the next. SIGTERM (inherited as the build's handler)
+    # ends the worker at once, as the build's teardown means it to.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # One BLAS thread: OpenBLAS starts one per core in every process, so a pool of one worker per
+    # core ran cores x cores threads spinning against each other (4x the CPU on 2 cores).
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
     # The build pauses the cyclic collector (generator.build), and a forked worker inherits the
     # pause; but with no collector at all the reference cycles a lab leaves behind would stay, and
     # a worker's memory would grow with every lab it renders. A worker collects once per lab instead
@@ -72,9 +86,34 @@ _IN_WORKER = False  # set in pool workers
 
 
 def lab_done() -> None:
-    """Call when a lab's work is done: in a pool worker, collects the reference cycles it left."""
+    """Call when a lab's work is done: in a pool worker, collects the reference cycles it left and
+    gives the memory it freed back to the system (:func:`_trim`)."""
     if _IN_WORKER:
         gc.collect(0)
+        _trim()
+
+
+def _trim() -> None:
+    """glibc keeps what a process freed for its next allocations, so a worker's size is the peak
+    of any lab it computed (NumPy's temporaries of a lab's real heads, some 50 MB) and stays
+    there, in every worker; ``malloc_trim`` hands the free pages back (a fraction of a
+    millisecond). Elsewhere, nothing to do."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
+
+
+def _malloc_trim():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return getattr(ctypes.CDLL(None), "malloc_trim", None)  # glibc only; musl has none
+    except OSError:
+        return None
+
+
+_MALLOC_TRIM = _malloc_trim()
 
 
 @contextmanager
@@ -93,8 +132,29 @@ def lab_pool(content_dir: Path, n_labs: int | None = None, initializer: Callable
         yield map
         return
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
-                             initargs=(initializer, initargs)) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
+                               initargs=(initializer, initargs))
+    try:
         # Chunks of at most 8 labs: a worker that draws the last chunk keeps the build waiting for at
         # most 8 labs, not a quarter of its share.
         yield lambda fn, items: pool.map(fn, items, chunksize=max(1, min(8, n_labs // (workers * 4))))
+    except BaseException:  # a signal, or a lab's mistake raised: nothing more the workers do is wanted
+        end_workers(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def end_workers(pool: ProcessPoolExecutor) -> None:
+    """End ``pool`` now: its workers are killed whatever they are doing, the labs not started are
+    dropped, and this returns once the workers are gone — a build stopping because of a signal must
+    not wait for the chunks its workers hold (a chunk of labs can take minutes), and must not remove
+    its new site folder while a worker still writes into it."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # the executor's own handle on them
+    for process in processes:
+        try:
+            process.kill()
+        except (OSError, ValueError):  # gone already, or closed
+            pass
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.join(1.0)

@@ -105,10 +105,12 @@ class AttentionKind(LabKind):
         notes: list[str] = []
         if spec.model is not None:
             try:
-                payload["real"], notes = compute_real(spec.model, spec.widget, options.get("model"))
+                payload["real"], notes, entries = compute_real(spec.model, spec.widget, options.get("model"))
                 if spec.model.bundle is not None:  # how close the page's 8-bit model is (inpage.py); None: the
                     # bundle is of another checkpoint than this build's heads (--model): the page says so
-                    payload["real"]["inpage"] = inpage.accuracy(spec.model, spec.widget, payload["real"]["sha256"])
+                    payload["real"]["inpage"], drift_notes = inpage.accuracy(spec.model, spec.widget,
+                                                                             payload["real"]["sha256"], entries)
+                    notes += drift_notes
                 else:
                     notes.append(f"{display_path(lab.source_dir / 'lab.yaml')}: the real model is not offered for a "
                                  f"learner's own sentence: {inpage.NO_BUNDLE}")

@@ -9,6 +9,12 @@ Cache file format (JSON, UTF-8, written by :func:`save_cache`)::
     ... one sentence per line, sorted ...
     }
     },
+    "drift": {
+    "<model key of an 8-bit bundle, 64 lowercase hex>": {
+    "<sentence text>": 1.2345,
+    ... one sentence per line, sorted ...
+    }
+    },
     "format": "attention-labs/real-heads-cache",
     "version": 1
     }
@@ -22,6 +28,12 @@ Each entry, for ``n`` words (``[CLS]`` and ``[SEP]`` included) and ``p`` word pi
   (non-decreasing, every word has at least one piece);
 - ``attention``: [layers][heads][n][n] integers per mille, word level; every row sums to
   exactly 1000 (rounded by :func:`largest_remainder`).
+
+``drift`` (optional; written by ``labs heads`` for a lab whose ``model:`` names a ``bundle:``):
+for each sentence, the largest difference in points between the bundle's 8-bit model's
+word-level attention and the ``attention`` above, under the bundle's
+:func:`~generator.runtime.bundle.model_key` (:mod:`.inpage`). A build reads it instead of running
+the 8-bit model.
 
 A lookup is a *hit* when the entry exists under the current checkpoint's SHA-256, *stale*
 when the sentence is cached only under other checkpoints, a *miss* otherwise.
@@ -40,6 +52,7 @@ from typing import Literal
 import numpy as np
 
 from generator.models.bert import BertModel
+from generator.kinds.attention.permille import per_mille_arrays
 from generator.kinds.attention.realheads import PER_MILLE, largest_remainder, word_attention
 from generator.kinds import BuildError, ContentError, Diagnostic, display_path, regular_problem
 from generator.kinds.helpers import EncodedArray
@@ -103,6 +116,11 @@ def cache_lookup(cache: Cache, sha256: str, sentence: str) -> dict | None:
     return cache["entries"].get(sha256, {}).get(sentence)
 
 
+def drift_of(cache: Cache, key: str) -> dict[str, float]:
+    """The stored 8-bit figures of the bundle model ``key``: sentence -> points (empty if none)."""
+    return cache.get("drift", {}).get(key, {})
+
+
 def refresh_cache(cache: Cache, model: BertModel, sha256: str, sentences: Iterable[str], prune: bool = True) -> tuple[Cache, list[str]]:
     """A new cache holding every sentence of ``sentences`` for checkpoint ``sha256``.
 
@@ -142,7 +160,18 @@ def save_cache(path: Path, cache: Cache) -> None:
             comma = "," if j < len(sentences) - 1 else ""
             lines.append(f"{_dumps(sentence)}: {_dumps(by_sentence[sentence])}{comma}")
         lines.append("}," if i < len(shas) - 1 else "}")
-    lines += ["},", f'"format": {_dumps(CACHE_FORMAT)},', f'"version": {CACHE_VERSION}', "}"]
+    lines.append("},")
+    drift = {key: figures for key, figures in sorted(cache.get("drift", {}).items()) if figures}
+    if drift:
+        lines.append('"drift": {')
+        for i, key in enumerate(drift):
+            lines.append(f"{_dumps(key)}: {{")
+            texts = sorted(drift[key])
+            lines += [f"{_dumps(text)}: {_dumps(drift[key][text])}{',' if j < len(texts) - 1 else ''}"
+                      for j, text in enumerate(texts)]
+            lines.append("}," if i < len(drift) - 1 else "}")
+        lines.append("},")
+    lines += [f'"format": {_dumps(CACHE_FORMAT)},', f'"version": {CACHE_VERSION}', "}"]
     path = Path(path)
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -234,8 +263,8 @@ def _decode_saved(text: str) -> Cache | None:
     anything else (then :mod:`json` decodes it and reports what is wrong). Instead of :mod:`json`'s
     nested lists of 10,000 per-mille integers a sentence, turned into an array after, the integers
     of every entry are read at once by NumPy straight from the text's bytes
-    (:func:`_per_mille_arrays`), after checking that the brackets around them are exactly those of
-    a [layers][heads][n][n] array. What it saves of a build: ``docs/benchmarks.md``, "Stand-ins for
+    (:func:`.permille.per_mille_arrays`), after checking that the brackets around them are
+    exactly those of a [layers][heads][n][n] array. What it saves of a build: ``docs/benchmarks.md``, "Stand-ins for
     a library"."""
     stops = []  # where each line ends (lines are found, not split: str.split copied 560 KB slowly)
     at = text.find("\n")
@@ -290,7 +319,7 @@ def _decode_saved(text: str) -> Cache | None:
         return None
     if not isinstance(rest, dict) or "entries" in rest:
         return None
-    arrays = _per_mille_arrays(texts, [len(entry["words"]) for entry in found])
+    arrays = per_mille_arrays(texts, [len(entry["words"]) for entry in found])
     if arrays is None:
         return None
     for entry, attention, attention_text in zip(found, arrays, texts):
@@ -312,102 +341,6 @@ def _split_entry(line: str, start: int, stop: int) -> tuple[str, dict] | None:
     if "attention" in entry or not isinstance(words, list) or not words:
         return None
     return line[start + len(prefix):end + 4], {"attention": None, **entry}
-
-
-def _per_mille_arrays(texts: list[str], sizes: list[int]) -> list[np.ndarray] | None:
-    """Each text as an int16 [layers, heads, n, n] array (``n`` from ``sizes``), when every text
-    is exactly what json writes for such an array of integers (no spaces, no leading zeros) below
-    10,000, and every row sums to :data:`PER_MILLE`; None otherwise.
-
-    All texts are read at once, with operations on their bytes: a lab's eighteen sentences are
-    180,000 numbers. Each number's value is put together at the comma or bracket that ends it,
-    from the (at most four) digits before it; the arrays are views of those values, one per comma
-    and bracket, since the brackets and commas are known to be those of such an array."""
-    joined = "".join(texts)
-    if not joined.isascii():
-        return None
-    chars = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)  # [B]
-    del joined
-    value = chars - np.uint8(48)
-    mark = value >= np.uint8(10)  # brackets and commas (anything else fails the skeleton below)
-    cuts = np.flatnonzero(mark)  # [C]
-    if cuts.size < 2 or cuts[0] != 0 or cuts[-1] != chars.size - 1:
-        return None
-    marks = chars[cuts]  # [C]
-    skeleton = marks.tobytes()
-    bounds = np.searchsorted(cuts, np.cumsum([len(t) for t in texts])).tolist()
-    shapes, skeletons, start, made = [], [], 0, {}
-    for n, stop in zip(sizes, bounds):
-        shape = _skeleton_shape(skeleton, start, stop, n)
-        if shape is None:
-            return None
-        shapes.append((start, shape))
-        if shape not in made:
-            layers, heads = shape[:2]
-            row = b"[" + b"," * (n - 1) + b"]"
-            made[shape] = b"[" + b",".join([b"[" + b",".join([b"[" + b",".join([row] * n) + b"]"] * heads) + b"]"] * layers) + b"]"
-        skeletons.append(made[shape])
-        start = stop
-    if b"".join(skeletons) != skeleton:
-        return None
-    # Each mark gets the number that ends there, from the (at most four) digits before it: the
-    # digit k places before counts when the k - 1 bytes between are digits too.
-    digit = ~mark
-    value *= digit.view(np.uint8)  # a digit's value, 0 for a mark (bytes times bytes: no casting)
-    g1 = digit[3:-1]  # for the bytes 4..B-1: is the byte 1 place before a digit
-    g12 = g1 & digit[2:-2]
-    g123 = g12 & digit[1:-3]
-    scratch = g123 & digit[:-4]
-    scratch &= digit[4:]
-    if scratch.any():  # five digits in a row: not a number below 10,000
-        return None
-    np.equal(chars[1:-3], np.uint8(48), out=scratch)
-    scratch &= mark[:-4]
-    scratch &= digit[2:-2]
-    if scratch.any():  # a leading zero: not JSON
-        return None
-    scratch = scratch.view(np.uint8)
-    tens = np.zeros(chars.size, dtype=np.uint8)  # [B] the number's last two digits, at the mark after it
-    np.multiply(value[2:-2], g1.view(np.uint8), out=tens[4:])
-    tens *= np.uint8(10)
-    tens[4:] += value[3:-1]
-    np.multiply(g1.view(np.uint8), np.uint8(128), out=scratch)  # bit 7: whether a digit is just before
-    tens[4:] |= scratch
-    hundreds = np.zeros(chars.size, dtype=np.uint8)  # [B] the two digits before those
-    np.multiply(value[:-4], g123.view(np.uint8), out=hundreds[4:])
-    hundreds *= np.uint8(10)
-    np.multiply(value[1:-3], g12.view(np.uint8), out=scratch)
-    hundreds[4:] += scratch
-    del value, digit, mark, g12, g123, scratch
-    tens, hundreds = tens[cuts], hundreds[cuts]  # [C]
-    # A number between each "[" or "," and the next "," or "]", and nowhere else.
-    if not np.array_equal((tens[1:] >> np.uint8(7)).view(bool), (marks[:-1] != np.uint8(93)) & (marks[1:] != np.uint8(91))):
-        return None
-    tens &= np.uint8(0x7F)
-    numbers = np.multiply(hundreds, np.uint16(100), dtype=np.uint16)
-    numbers += tens
-    row_starts = np.flatnonzero((marks[:-1] == np.uint8(91)) & (marks[1:] != np.uint8(91))) + 1  # "[" then a number
-    if not np.all(np.add.reduceat(numbers, row_starts, dtype=np.uint32) == PER_MILLE):
-        return None
-    numbers = numbers.view(np.int16)  # below 10,000: the same bits; the arrays are views of it
-    out = []
-    for begin, (layers, heads, n, _) in shapes:
-        matrix = (n + 1) ** 2 + 1  # marks in one matrix and the comma after it
-        out.append(np.ndarray((layers, heads, n, n), np.int16, numbers, 2 * (begin + 4),  # the first number ends
-                              tuple(2 * s for s in (heads * matrix + 2, matrix, n + 2, 1))))  # at the fifth mark
-    return out
-
-
-def _skeleton_shape(marks: bytes, start: int, stop: int, n: int) -> tuple[int, int, int, int] | None:
-    """(layers, heads, n, n) of the [layers][heads][n][n] array whose brackets and commas would be
-    ``marks[start:stop]``, from its length and where its first layer ends; None if none would."""
-    end = marks.find(b"]]],[[[", start, stop)
-    per_layer = stop - start - 2 if end < 0 else end - start + 2  # "[" + matrices and commas + "]"
-    layers, left = divmod(stop - start - 1, per_layer + 1)  # "[" + layers with commas + "]"
-    heads, left2 = divmod(per_layer - 1, (n + 1) ** 2 + 1)  # a matrix has (n + 1)² marks, then a comma
-    if left or left2 or layers < 1 or heads < 1:
-        return None
-    return layers, heads, n, n
 
 
 def load_cache(path: Path) -> Cache:
@@ -439,11 +372,11 @@ def _read(path: Path) -> bytes | None:
 # Caches already read by this process, with the bytes they were read from: a file is decoded and
 # validated once however many labs or rebuilds read it (bytes are compared, not hashed: comparing
 # stops at the first difference, or at once when the lengths differ, where hashing reads every byte).
-# Small: a lab's cache is up to ~600 KB of JSON and ~300 KB as arrays (eighteen sentences), and only
-# the most recent few are kept — a build worker reads each lab's file once, and 64 of them were
-# 30 MB of its memory.
+# Kept by size, the most recent first: lab 07's file is 3.2 MB of JSON (70 sentences), about 9 MB
+# in memory with its text and arrays, and a build worker reads each lab's file once, for its own
+# compute — eight kept were 75 MB of each worker's memory. The newest is always kept.
 _LOADED: list[tuple[bytes, Cache]] = []
-_LOADED_MAX = 8
+_LOADED_BYTES = 4 << 20  # of the files' bytes
 
 
 def load_cache_arrays(path: Path) -> Cache:
@@ -460,9 +393,9 @@ def load_cache_arrays(path: Path) -> Cache:
         cached = {**data, "entries": {sha: {sentence: {**entry, "attention": arrays[sha, sentence]}
                                             for sentence, entry in by_sentence.items()}
                                       for sha, by_sentence in data["entries"].items()}}
-        if len(_LOADED) >= _LOADED_MAX:
-            _LOADED.pop(0)
         _LOADED.append((raw, cached))
+        while len(_LOADED) > 1 and sum(len(seen) for seen, _ in _LOADED) > _LOADED_BYTES:
+            _LOADED.pop(0)
     return cached
 
 
@@ -506,9 +439,12 @@ def _parse(path: Path, raw: bytes, fast: bool = False) -> tuple[Cache, dict[tupl
         report(1, f"'format' must be {CACHE_FORMAT!r}")
     if data.get("version") != CACHE_VERSION:
         report(1, f"'version' must be {CACHE_VERSION} (this cache says {data.get('version')!r}); rebuild it")
-    unknown = sorted(set(data) - {"entries", "format", "version"})
+    unknown = sorted(set(data) - {"entries", "drift", "format", "version"})
     if unknown:
         report(1, f"unknown top-level key(s) {', '.join(unknown)}")
+    drift_problem = _drift_problem(data.get("drift", {}))
+    if drift_problem is not None:
+        report(text.count("\n", 0, max(0, text.find('"drift"'))) + 1, drift_problem)
     entries = data.get("entries")
     if not isinstance(entries, dict):
         report(1, "'entries' must be an object mapping checkpoint SHA-256 to sentences")
@@ -545,6 +481,21 @@ def _parse(path: Path, raw: bytes, fast: bool = False) -> tuple[Cache, dict[tupl
     if problems:
         raise ContentError(problems)
     return data, arrays
+
+
+def _drift_problem(drift) -> str | None:
+    """What is wrong with a cache's ``drift`` section, or None."""
+    if not isinstance(drift, dict):
+        return "'drift' must be an object mapping a bundle's model key to sentences"
+    for key, figures in drift.items():
+        if not _SHA_RE.fullmatch(key):
+            return f"'drift': {key!r} is not a model key (64 lowercase hex digits)"
+        if not isinstance(figures, dict):
+            return "'drift': a model key's figures must be an object mapping sentences to points"
+        for text, points in figures.items():
+            if isinstance(points, bool) or not isinstance(points, (int, float)) or not 0 <= points <= 100:
+                return f"'drift': {text[:40]!r}: {points!r} is not a number of points from 0 to 100"
+    return None
 
 
 _LONG_NUMBER = re.compile(r"[0-9]{4000,}")

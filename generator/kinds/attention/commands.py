@@ -133,8 +133,28 @@ def inspect_designed(text: str, *, source: str | None = None, kind: str = "self"
     return "\n".join(out)
 
 
+def refresh(spec, widget, model_dir: Path | None) -> tuple[list[str], Path, int]:
+    """Recompute a lab's cache file (``spec``: its ModelSpec) from the checkpoint; returns the
+    sentences computed, the file and how many sentences' 8-bit figures (``drift``) were computed."""
+    from generator.kinds.attention import cache as cachefile
+    from generator.kinds.attention.inpage import refresh_drift
+    from generator.kinds.attention.realmodel import CHECKPOINT_HELP, model_sentences, sentence_text
+
+    folder = model_dir or spec.checkpoint
+    if folder is None:
+        raise BuildError(f"no checkpoint: pass --model DIR or set model.checkpoint; {CHECKPOINT_HELP}", spec.at[0])
+    sha = cachefile.checkpoint_sha256(folder)
+    cache = cachefile.load_cache(spec.cache)
+    model = load_model(folder)
+    texts = [sentence_text(s) for s in model_sentences(widget)] + [sentence_text(f) for f in spec.finder_sentences]
+    fresh, computed = cachefile.refresh_cache(cache, model, sha, texts)
+    drift, drift_computed = refresh_drift(spec, cache, fresh, sha, texts)
+    cachefile.save_cache(spec.cache, {**fresh, "drift": drift} if drift else fresh)
+    return computed, spec.cache, drift_computed
+
+
 def cmd_heads(args: argparse.Namespace, load: Callable[[Path], Content]) -> int:
-    from generator.kinds.attention.realmodel import model_sentences, refresh
+    from generator.kinds.attention.realmodel import model_sentences
 
     content = load(args.content)
     labs = [lab for lab in content.labs if lab.kind == "attention" and lab.spec.model is not None
@@ -142,10 +162,11 @@ def cmd_heads(args: argparse.Namespace, load: Callable[[Path], Content]) -> int:
     if not labs:
         print("no attention lab has a 'model:' section; nothing to do", flush=True)
     for lab in labs:
-        computed, path = refresh(lab.spec.model, lab.spec.widget, args.model)
+        computed, path, drift = refresh(lab.spec.model, lab.spec.widget, args.model)
         total = len(model_sentences(lab.spec.widget)) + len(lab.spec.model.finder_sentences)
         print(f"{display_path(path)}: {len(computed)} of {total} sentence{'s' * (total != 1)} computed, "
-              f"the rest already cached", flush=True)
+              f"the rest already cached" + (f"; the 8-bit bundle's difference computed for {drift}" if drift else ""),
+              flush=True)
     return 0
 
 

@@ -9,6 +9,9 @@ Author-facing syntax (in ``lab.yaml``)::
                                                      # `labs build --model DIR` overrides it
       bundle: ../../models/all-minilm-l6-v2          # optional: the 8-bit bundle the page runs on a
                                                      # learner's sentence (see inpage.py)
+      max_drift: 3                                   # optional, with bundle: fail the build when the
+                                                     # 8-bit model moves a weight of the lab's sentences
+                                                     # more points than this (default: never fails)
       sentences:                                     # optional: sentences for the head finder only
         - id: f-birds                                # (not in the spotlight; cached like the others)
           text: The old/ADJ man/NOUN fed/VERB the birds/NOUN   # tagged like a widget sentence
@@ -125,11 +128,13 @@ class ModelSpec:
     checkpoint_at: tuple[str, int, int] | None = None  # where `checkpoint:` is written
     bundle: Path | None = None  # the model bundle the page runs (inpage.py)
     bundle_at: tuple[str, int, int] | None = None  # where `bundle:` is written
+    max_drift: float | None = None  # points: the most the lab lets the bundle move a weight (inpage.py)
+    max_drift_at: tuple[str, int, int] | None = None  # where `max_drift:` is written
 
 
 def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec | None:
     """Validate the ``model:`` mapping (``widget`` is the lab's WidgetSpec, already read)."""
-    if reader.mapping(where, required=("name", "cache"), optional=("checkpoint", "bundle", "sentences", "relations")) is None:
+    if reader.mapping(where, required=("name", "cache"), optional=("checkpoint", "bundle", "max_drift", "sentences", "relations")) is None:
         return None
     finder = _read_finder_sentences(reader, where + ("sentences",), widget)
     name = reader.string(where + ("name",), multiline=False)
@@ -142,12 +147,11 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
             reader.error(where + ("cache",), f"cache {cache_name!r} must be inside the lab folder")
             cache = None
     checkpoint = (lab_dir / checkpoint_name).resolve() if checkpoint_name else None
-    bundle_name = reader.string(where + ("bundle",), required=False, multiline=False)
-    bundle = (lab_dir / bundle_name).resolve() if bundle_name else None
-    if bundle is not None and not bundle.is_dir():
-        reader.error(where + ("bundle",), f"bundle {bundle_name!r}: no such folder ({display_path(bundle)}); "
-                     "it names a model bundle folder (bundle.json, weights.bin, vocab.txt, LICENSE), relative to the lab")
-        bundle = None
+    bundle_name = reader.value(where + ("bundle",))
+    bundle = reader.folder(where + ("bundle",), lab_dir, "bundle") if bundle_name else None
+    from generator.kinds.attention.inpage import read_max_drift
+
+    max_drift = read_max_drift(reader, where + ("max_drift",), bundle_name)
     relations: list[Relation] = []
     rel = reader.value(where + ("relations",))
     if rel is not None and reader.mapping(where + ("relations",), optional=tuple(rel) if isinstance(rel, dict) else ()) is not None:
@@ -191,8 +195,9 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
         sentence_at[f.id] = at
     checkpoint_at = (reader.doc.path, *reader.doc.position(where + ("checkpoint",))) if checkpoint else None
     bundle_at = (reader.doc.path, *reader.doc.position(where + ("bundle",))) if bundle else None
+    max_drift_at = (reader.doc.path, *reader.doc.position(where + ("max_drift",))) if max_drift is not None else None
     return ModelSpec(name, cache, display_path(cache), checkpoint, tuple(relations), (reader.doc.path, line, col),
-                     sentence_at, tuple(f for f, _ in finder), checkpoint_at, bundle, bundle_at)
+                     sentence_at, tuple(f for f, _ in finder), checkpoint_at, bundle, bundle_at, max_drift, max_drift_at)
 
 
 def _read_word(reader: Reader, where: tuple, written: str, words: tuple[str, ...]) -> int | None:
@@ -255,23 +260,6 @@ def _align(teaching_words: tuple[str, ...], model_words: list[str], special: lis
     return out
 
 
-def refresh(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[list[str], Path]:
-    """Recompute the cache file from the checkpoint; returns the sentences computed and the file."""
-    from generator.kinds.attention import cache as cachefile
-    from generator.models.bert import load_model
-
-    folder = model_dir or spec.checkpoint
-    if folder is None:
-        raise BuildError(f"no checkpoint: pass --model DIR or set model.checkpoint; {CHECKPOINT_HELP}", spec.at[0])
-    sha = cachefile.checkpoint_sha256(folder)
-    cache = cachefile.load_cache(spec.cache)
-    model = load_model(folder)
-    texts = [sentence_text(s) for s in model_sentences(widget)] + [sentence_text(f) for f in spec.finder_sentences]
-    cache, computed = cachefile.refresh_cache(cache, model, sha, texts)
-    cachefile.save_cache(spec.cache, cache)
-    return computed, spec.cache
-
-
 @contextmanager
 def _blamed_on_lab_yaml(spec: ModelSpec, model_dir: Path | None):
     """A checkpoint named by lab.yaml's ``checkpoint:`` (not by ``--model``) that cannot be read
@@ -286,9 +274,10 @@ def _blamed_on_lab_yaml(spec: ModelSpec, model_dir: Path | None):
                                        f"used: {str(exc).replace(' error: ', ' ', 1)}")]) from None
 
 
-def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict, list[str]]:
+def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict, list[str], dict[str, dict]]:
     """The ``real`` part of the spotlight payload. Returns it with notes for the author
-    (sentences computed from the checkpoint but not yet in the cache).
+    (sentences computed from the checkpoint but not yet in the cache), and every sentence's
+    entry (from the cache, or computed now) by its text.
 
     Raises ContentError when a sentence is not cached and no checkpoint is at hand.
     """
@@ -340,6 +329,7 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
     aligned = _Aligned([*model_sentences(widget), *spec.finder_sentences], entries)
     first = next((entries[sid] for sid in sentences), None)
     layers, heads = first["attention"].shape[:2] if first else (0, 0)
+    by_text = {sentence_text(s): entries[s.id] for s in [*model_sentences(widget), *spec.finder_sentences]}
     return {
         "model": spec.name,
         "sha256": sha,
@@ -349,7 +339,7 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
         "sentences": sentences,
         "finder": _finder(spec, widget, entries, aligned),
         "learned": learned_matches(widget, spec.finder_sentences, entries, aligned),
-    }, notes
+    }, notes, by_text
 
 
 class _Aligned(dict):

@@ -5,7 +5,7 @@ Author-facing syntax (``lab.yaml``)::
     embeddings:
       prompt: Click a sentence to see its neighbours.  # optional, one line above the widget
       store: embeddings.json       # optional (default embeddings.json): the stored vectors, in the lab
-                                   # folder, written by `labs embed --model DIR`
+                                   # folder, written by `labs embed`
       neighbours: 5                # optional (1 to 10, default 5): neighbours listed per item
       items:                       # required, 3 to 40
         - id: cat                  # lower-case letters, digits, '-', '_'; unique among items and queries
@@ -73,7 +73,11 @@ def stored_numbers(spec: EmbeddingsSpec) -> tuple[compute.Numbers | None, list[D
     vectors, problems = store.load(spec.store, spec.texts(), spec.at, where)
     if problems:
         return None, problems
-    return compute.numbers(spec, vectors), []
+    nums = compute.numbers(spec, vectors)
+    if nums is None:
+        return None, [Diagnostic(spec.at.path, spec.at.line, spec.at.column, "the items' stored vectors are all the "
+                                 "same point: there is no spread for a map or a neighbour to show", spec.at.source_line)]
+    return nums, []
 
 
 class EmbeddingsKind(LabKind):
@@ -157,7 +161,10 @@ class EmbeddingsKind(LabKind):
         from generator.runtime.site import bundle_at, page_ref
 
         name, data = lazy_script("item-vectors.js", "embeddingVectors", vectors)
-        payload["live"] = {"vectors": name, **page_ref(bundle_at(spec.runtime))}
+        bundle = bundle_at(spec.runtime)
+        measured = bundle.meta.get("accuracy")  # what the page says of its 8-bit model: measured at export
+        expect = {**measured["embedding"], "count": measured["sentences"]["count"]} if measured else None
+        payload["live"] = {"vectors": name, **page_ref(bundle), "expect": expect}
         return PageData(payload, {name: data})
 
     def site_files(self, labs: Sequence[Lab], options: Mapping[str, Any], store: Path | None) -> Mapping[str, bytes]:
@@ -185,8 +192,8 @@ legend:
     meaning: how closely two of those points line up
 
 # The vectors are stored in embeddings.json beside this file: after changing a text, run
-#   labs embed --model DIR
-# with DIR a local all-MiniLM-L6-v2 folder (config.json, model.safetensors, vocab.txt).
+#   labs embed
+# (after `labs models fetch all-minilm-l6-v2`, or with --model DIR, a local all-MiniLM-L6-v2 folder).
 embeddings:
   prompt: Click a sentence to see its nearest neighbours.
   items:

@@ -70,12 +70,21 @@ class Numbers:
         return found
 
 
-def numbers(spec: EmbeddingsSpec, stored: dict) -> Numbers:
+# Below this the items' vectors are one point (float rounding of the same stored numbers): the
+# variance shares of a map would be 0 / 0.
+MIN_SPREAD = 1e-9
+
+
+def numbers(spec: EmbeddingsSpec, stored: dict) -> Numbers | None:
+    """The lab's numbers from its stored vectors (each of the store's dimension, at least 2); None
+    when the items do not spread at all (every vector the same), which leaves a map nothing to show."""
     E = np.array([stored[e.text][0] for e in spec.items])
     C = np.array([stored[e.text][1] for e in spec.items])
     Q = np.array([stored[q.text][0] for q in spec.queries]).reshape(len(spec.queries), E.shape[1])
     X = E - E.mean(axis=0)
     _, s, vt = np.linalg.svd(X, full_matrices=False)
+    if len(s) < 2 or (s ** 2).sum() < MIN_SPREAD:
+        return None
     # A component's sign is arbitrary: fix it so the largest coordinate is positive, for a stable map.
     for k in range(2):
         if (X @ vt[k])[np.argmax(np.abs(X @ vt[k]))] < 0:

@@ -5,6 +5,7 @@ Everything here is about what the author wrote; the numbers are in :mod:`.comput
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,9 +94,22 @@ def read_claim(reader: Reader, where: tuple, text: str, spec_ids: dict[str, bool
         if kind == "finds" and not spec_ids[args[1]]:
             reader.error(where, f"{args[1]!r} is a query; a search finds items")
             return None
-        if kind in ("finds", "hub") and int(args[-1 if kind == "finds" else 1]) < 1:
-            reader.error(where, "a top-k needs k of at least 1")
+        if kind == "finds" and args[0] == args[1]:
+            reader.error(where, f"{args[0]!r} is the item the search starts from; it is never among what it finds")
             return None
+        if kind == "hub" and not spec_ids[args[0]]:
+            reader.error(where, f"{args[0]!r} is a query; a hub is an item in other items' top k")
+            return None
+        if kind == "closer" and args[1] == args[2]:
+            reader.error(where, f"the claim compares {args[0]!r} with {args[1]!r} twice; name two different ones")
+            return None
+        n_items = sum(spec_ids.values())
+        for count in ((args[2],) if kind == "finds" else args[1:3] if kind == "hub" else ()):
+            value = int(count) if len(count.lstrip("0")) <= 6 else None  # thousands of digits are no int
+            if value is None or not 1 <= value <= n_items:
+                reader.error(where, f"{count if len(count) <= 12 else count[:12] + '…'} is not between 1 and the "
+                                    f"number of items, {n_items}")
+                return None
         return Claim(text.strip(), kind, args, reader.doc.diagnostic(where, ""))
     reader.error(where, f"cannot read claim {text.strip()!r}; {CLAIM_HELP}")
     return None
@@ -123,6 +137,11 @@ def _entries(reader: Reader, where: tuple, limit: int, seen: dict[str, bool], is
             continue
         if len(text) > MAX_TEXT:
             reader.error(at + ("text",), f"text is {len(text)} characters long; at most {MAX_TEXT}")
+            continue
+        twin = next((e.id for e in found if e.text == text), None)
+        if is_item and twin is not None:  # one point drawn twice: its neighbour, the map's axes would be about nothing
+            reader.error(at + ("text",), f"item {ident!r} has the same text as item {twin!r}; each item is a "
+                                         f"different sentence")
             continue
         seen[ident] = is_item
         found.append(Entry(ident, text, group or "", reader.doc.diagnostic(at, "")))
@@ -154,10 +173,11 @@ def read_embeddings(reader: Reader, where: tuple, lab_dir: Path) -> EmbeddingsSp
                          f"{did_you_mean(rag_query, [q.id for q in queries])}; queries are listed under 'queries'")
         rag_k = reader.integer(where + ("rag", "k"), minimum=1, maximum=10) or 3
     runtime = reader.string(where + ("runtime",), required=False, multiline=False)
-    bundle = (lab_dir / runtime).resolve() if runtime else None
-    if bundle is not None and not (bundle / "bundle.json").is_file():
+    bundle = reader.folder(where + ("runtime",), lab_dir, "runtime") if runtime else None
+    if bundle is not None and not os.path.lexists(bundle / "bundle.json"):
         reader.error(where + ("runtime",), f"{runtime!r} is not a model bundle folder (no bundle.json in it); "
-                                           f"the committed one is content/models/all-minilm-l6-v2")
+                                           f"`labs models fetch all-minilm-l6-v2` writes one into content/models/")
+        bundle = None
     elif bundle is not None:
         from generator.kinds import BuildError
         from generator.runtime.site import bundle_at

@@ -21,7 +21,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
+import os
+import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -32,7 +33,8 @@ from generator.kinds import BuildError, Content, Diagnostic, display_path
 FORMAT = 1
 DEFAULT_NAME = "embeddings.json"
 POOLING = "mean of the last layer over the attention mask, then L2-normalised (sentence-transformers)"
-COMMAND = "labs embed --model DIR"
+FETCHED = "all-minilm-l6-v2"  # the checkpoint's name for `labs models fetch`
+COMMAND = "labs embed"
 
 
 def embed_texts(model, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -49,8 +51,15 @@ def embed_texts(model, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.array(means), np.array(clss)
 
 
+def _number(x: float) -> str:
+    """One entry as the file writes it: 8 decimals, trailing zeros dropped, and "0" for anything
+    that rounds to zero (never "-0", which reads back as 0 and would be written "0" the next time)."""
+    text = f"{x:.8f}".rstrip("0").rstrip(".")
+    return "0" if text in ("", "0", "-0") else text
+
+
 def _numbers(v: Iterable[float]) -> str:
-    return "[" + ",".join(f"{x:.8f}".rstrip("0").rstrip(".") if x else "0" for x in v) + "]"
+    return "[" + ",".join(_number(x) for x in v) + "]"
 
 
 def dumps(sha: str, dim: int, vectors: dict[str, tuple[np.ndarray, np.ndarray]]) -> str:
@@ -71,10 +80,12 @@ def load(path: Path, texts: Sequence[str], at: Diagnostic, where: dict[str, Diag
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}, [_at(at, f"{shown} does not exist; {fix}")]
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: also a number of thousands of digits
         return {}, [_at(at, f"{shown} cannot be read ({type(exc).__name__}: {exc}); {fix}")]
+    except RecursionError:
+        return {}, [_at(at, f"{shown} cannot be read (nested too deeply to be stored vectors); {fix}")]
     if not (isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("vectors"), dict)
-            and isinstance(data.get("dim"), int) and data["dim"] > 0):
+            and type(data.get("dim")) is int and data["dim"] > 0):
         return {}, [_at(at, f"{shown} is not a stored-embeddings file of format {FORMAT}; {fix}")]
     dim, found, problems = data["dim"], {}, []
     for text in texts:
@@ -82,16 +93,12 @@ def load(path: Path, texts: Sequence[str], at: Diagnostic, where: dict[str, Diag
         if entry is None:
             problems.append(_at(where.get(text, at), f"{shown} holds no vector for {text!r} (stale); {fix}"))
             continue
-        try:
-            mean, cls = (np.array(entry[k], dtype=np.float64) for k in ("mean", "cls"))
-            ok = mean.shape == cls.shape == (dim,) and all(abs(np.linalg.norm(v) - 1) < 1e-5 for v in (mean, cls))
-        except (TypeError, ValueError, KeyError):
-            ok = False
-        if not ok:
+        vectors = _entry(entry, dim)
+        if vectors is None:
             problems.append(_at(where.get(text, at), f"{shown}: the vector stored for {text!r} is not {dim} finite "
                                                      f"numbers of length 1; {fix}"))
             continue
-        found[text] = (mean, cls)
+        found[text] = vectors
     return found, problems
 
 
@@ -107,29 +114,68 @@ def checkpoint_sha256(model_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def refresh(path: Path, texts: Sequence[str], model_dir: Path) -> int:
-    """Write ``path`` for exactly ``texts``, reusing vectors already stored for the same checkpoint.
-    Returns how many texts were computed."""
+def _entry(entry: object, dim: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """A stored entry's (mean, cls) if it is two lists of ``dim`` finite numbers of length 1."""
+    if not isinstance(entry, dict):
+        return None
+    vectors = []
+    for key in ("mean", "cls"):
+        v = entry.get(key)
+        if not (isinstance(v, list) and len(v) == dim and all(type(x) in (int, float) for x in v)):
+            return None
+        a = np.array(v, dtype=np.float64)
+        if not (np.isfinite(a).all() and abs(np.linalg.norm(a) - 1) < 1e-5):
+            return None
+        vectors.append(a)
+    return vectors[0], vectors[1]
+
+
+def refresh(path: Path, texts: Sequence[str], model_dir: Path) -> tuple[int, bool]:
+    """Write ``path`` for exactly ``texts``, reusing every well-formed vector already stored for the
+    same checkpoint (a malformed, NaN or short one is computed again). A file that already holds
+    exactly these texts, well-formed, is left as it is, byte for byte. Returns how many texts were
+    computed and whether the file was written."""
     from generator.models.bert import load_model
 
     sha = checkpoint_sha256(model_dir)
-    old: dict = {}
+    data: object = None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("format") == FORMAT and data.get("checkpoint_sha256") == sha:
-            old = data["vectors"]
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, RecursionError):  # missing or not JSON: every vector is computed again
         pass
-    todo = [t for t in dict.fromkeys(texts) if t not in old]
-    vectors = {t: (np.array(old[t]["mean"]), np.array(old[t]["cls"])) for t in texts if t in old}
+    old: dict = {}
+    dim = data.get("dim") if isinstance(data, dict) else None
+    if (isinstance(data, dict) and data.get("format") == FORMAT and data.get("checkpoint_sha256") == sha
+            and isinstance(data.get("vectors"), dict) and type(dim) is int and dim > 0):
+        old = {t: v for t, e in data["vectors"].items() if (v := _entry(e, dim)) is not None}
+    wanted = list(dict.fromkeys(texts))
+    todo = [t for t in wanted if t not in old]
+    if not todo and set(data["vectors"]) == set(wanted) and len(old) == len(wanted):
+        return 0, False  # nothing changed: the file stays byte for byte as it is
+    vectors = {t: old[t] for t in wanted if t in old}
     if todo:
         model = load_model(model_dir)
         means, clss = embed_texts(model, todo)
         vectors.update({t: (m, c) for t, m, c in zip(todo, means, clss)})
+    if not all(np.isfinite(m).all() and np.isfinite(c).all() for m, c in vectors.values()):
+        raise BuildError("the checkpoint computes NaN or infinite vectors; its weights are damaged",
+                         path=display_path(model_dir))
     dim = next(iter(vectors.values()))[0].shape[0] if vectors else 0
-    assert all(math.isfinite(x) for m, c in vectors.values() for x in (*m, *c))
-    path.write_text(dumps(sha, dim, vectors), encoding="utf-8")
-    return len(todo)
+    _replace(path, dumps(sha, dim, vectors))
+    return len(todo), True
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``text`` beside ``path`` and rename it over it: never half a file."""
+    target = Path(os.path.realpath(path))
+    fd, partial = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(partial, target)
+    except OSError as exc:
+        Path(partial).unlink(missing_ok=True)
+        raise BuildError(f"cannot write the stored vectors: {exc.strerror}", path=display_path(path)) from None
 
 
 def add_commands(sub) -> None:
@@ -139,23 +185,46 @@ def add_commands(sub) -> None:
                                    "(embeddings.json), so builds need no checkpoint. Writes into content/.")
     e.add_argument("--content", type=Path, default=Path("content"), metavar="DIR",
                    help="content folder (default: content/)")
-    e.add_argument("--model", type=Path, required=True, metavar="DIR",
-                   help="local all-MiniLM-L6-v2 folder (config.json, model.safetensors, vocab.txt)")
+    e.add_argument("--model", type=Path, default=None, metavar="DIR",
+                   help="local all-MiniLM-L6-v2 folder (config.json, model.safetensors, vocab.txt); default: the one "
+                        f"`labs models fetch {FETCHED}` fetched")
     e.add_argument("--lab", action="append", metavar="SLUG", help="only this lab (repeatable)")
-    e.set_defaults(func=cmd_embed)
+    e.set_defaults(func=cmd_embed, usage_error=e.error)
+
+
+def _checkpoint(args: argparse.Namespace) -> Path:
+    """The checkpoint folder: --model, else the fetched one (every file checked against its pin)."""
+    if args.model is None:
+        from generator.models.store import locate
+
+        try:
+            return locate(FETCHED)
+        except BuildError as exc:
+            raise BuildError(f"{str(exc).removeprefix('error: ')}; or name a local checkpoint folder with --model DIR") from None
+    if not (args.model / "model.safetensors").is_file():
+        raise BuildError(f"{display_path(args.model)}/model.safetensors does not exist: --model names a local "
+                         f"checkpoint folder (config.json, model.safetensors, vocab.txt); `labs models fetch {FETCHED}` "
+                         f"fetches one, which `labs embed` then uses without --model")
+    return args.model
 
 
 def cmd_embed(args: argparse.Namespace, load: Callable[[Path], Content]) -> int:
-    if not (args.model / "model.safetensors").is_file():
-        raise BuildError(f"{display_path(args.model)}/model.safetensors does not exist: --model names a local "
-                         f"checkpoint folder (config.json, model.safetensors, vocab.txt)")
+    model_dir = _checkpoint(args)
     content = load(args.content)
-    labs = [lab for lab in content.labs if lab.kind == "embeddings" and (not args.lab or lab.slug in args.lab)]
+    labs = [lab for lab in content.labs if lab.kind == "embeddings"]
+    if args.lab:
+        known = [lab.slug for lab in labs]
+        unknown = [slug for slug in args.lab if slug not in known]
+        if unknown:
+            args.usage_error(f"argument --lab: {unknown[0]!r} is not a lab of kind 'embeddings' in "
+                             f"{display_path(args.content)}/ (those are: {', '.join(known) or 'none'})")
+        labs = [lab for lab in labs if lab.slug in args.lab]
     if not labs:
         print("no lab of kind 'embeddings'; nothing to do", flush=True)
     for lab in labs:
         texts = lab.spec.texts()
-        done = refresh(lab.spec.store, texts, args.model)
-        print(f"{display_path(lab.spec.store)}: {done} of {len(texts)} texts computed, the rest already stored",
-              flush=True)
+        done, written = refresh(lab.spec.store, texts, model_dir)
+        said = (f"{done} of {len(texts)} texts computed, the rest already stored" if written
+                else f"unchanged, all {len(texts)} texts already stored")
+        print(f"{display_path(lab.spec.store)}: {said}", flush=True)
     return 0

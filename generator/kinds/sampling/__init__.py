@@ -14,15 +14,20 @@ Author-facing syntax (``lab.yaml``)::
         - id: cat                                         # lower-case letters, digits, '-', '_'; unique
           text: The cat sat on the                        # the words before the one being predicted
           note: One line shown under the context.         # optional
-          logits: {mat: 4.1, sofa: 3.2, floor: 2.9}       # 2 to 12 words: a mapping word → logit,
-                                                          # or a list of {word: mat, logit: 4.1};
-                                                          # finite numbers within ±100
+          logits: {mat: 4.1, sofa: 3.2, floor: 2.9}       # optional: a designed toy, 2 to 12 words: a
+                                                          # mapping word → logit, or a list of {word: mat,
+                                                          # logit: 4.1}; finite numbers within ±100.
+                                                          # Without it: SmolLM2's logits over its whole
+                                                          # vocabulary, from decoded.json (real.py)
+          chat: false                                     # the model only: wrap the text in its chat template
           claims:                                         # optional: what the page's text relies on
             - at T=0.5: mat >= 80%
             - "at T=1: top-3 = mat, sofa, floor"          # quote it or not: both forms read the same
 
 Words are case-sensitive, without spaces or any of ``, : = < > % #``. The page lists them from
-the highest logit down (temperature never changes that order).
+the highest logit down (temperature never changes that order). A model's token is written as the
+page shows it, a leading space as ␣ (``␣cat``); the page lists its ten likeliest and "all other
+tokens", whose parts load on the first cut (``PageData.files``).
 
 Claims and conditions
     A claim is ``at T=<t>: <condition>`` — ``<t>`` a point of the grid — and a condition is one of
@@ -67,8 +72,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from generator.kinds import Computed, Diagnostic, KindQuestion, Lab, LabKind, Option, Reader, did_you_mean
+import numpy as np
+
+from generator.kinds import (Computed, ContentError, Diagnostic, KindQuestion, Lab, LabKind, ModelUse, Option, PageData, Reader,
+                             did_you_mean)
+from generator.kinds.helpers import lazy_script
+from generator.kinds.sampling import real
 from generator.models import decoding
+from generator.runtime import decoded
+from generator.kinds.sampling.designed import MAX_WORDS
 from generator.kinds.sampling.reading import (Condition, DialQuestion, SamplingSpec, format_t, read_condition,
                                               read_sampling, read_temperature, share_text)
 
@@ -109,6 +121,12 @@ def dial_figure(probs, j: int) -> str:
     """Word ``j``'s chance as the dial writes it: whole percentages by largest remainder of the
     page's parts, with "<1%" and ">99%" (:func:`.reading.share_text`, ``pctText`` in the page)."""
     parts = decoding.to_parts(probs)
+    if len(parts) > MAX_WORDS:  # a model's vocabulary: the page rounds its top tokens and "all other tokens"
+        top = real.top_tokens(probs)
+        if j not in top:
+            return f"{100 * parts[j] / decoding.PARTS:.3f}%"
+        parts = np.append(parts[top], decoding.PARTS - parts[top].sum())
+        j = top.index(j)
     return share_text(int(decoding.shares(parts)[j]), int(parts[j]), decoding.PARTS)
 
 
@@ -137,8 +155,10 @@ def describe(condition: Condition, probs, words, *, shown: bool = False) -> str:
     if condition.kind == "top-k":
         got = decoding.rank(parts)[: int(condition.value)]
         return f"the top {int(condition.value)} are {', '.join(words[j] for j in got)}"
-    got = [j for j in decoding.rank(parts) if decoding.top_p_keep(parts, int(condition.value))[j]]
-    return f"the top-p {int(condition.value)}% set is {', '.join(words[j] for j in got)}"
+    keep = decoding.top_p_keep(parts, int(condition.value))
+    got = [int(j) for j in decoding.rank(parts)[: int(keep.sum())]]
+    more = f" and {len(got) - 10:,} more tokens" if len(got) > 12 else ""
+    return f"the top-p {int(condition.value)}% set is {', '.join(words[j] for j in got[:10 if more else None])}{more}"
 
 
 def compute_payload(spec: SamplingSpec) -> dict[str, Any]:
@@ -146,8 +166,12 @@ def compute_payload(spec: SamplingSpec) -> dict[str, Any]:
     for c in spec.contexts:
         probs = decoding.softmax(c.logits, spec.temperatures)  # [t, n]
         parts = decoding.to_parts(probs)  # [t, n] ints summing to PARTS
-        entry = {"id": c.id, "text": c.text, "words": list(c.words), "logits": [round(x, 4) for x in c.logits],
-                 "p": parts.tolist()}
+        if c.model:  # n = the whole vocabulary: the top tokens by name, the rest as runs
+            entry = {"id": c.id, "text": c.text, "chat": c.chat, "tokens": list(c.prompt_tokens),
+                     **real.real_payload(c.words, c.logits, parts)}
+        else:
+            entry = {"id": c.id, "text": c.text, "designed": True, "words": list(c.words),
+                     "logits": [round(x, 4) for x in c.logits], "p": parts.tolist()}
         if c.note:
             entry["note"] = c.note
         contexts.append(entry)
@@ -189,7 +213,26 @@ class SamplingKind(LabKind):
     description = "next-word sampling: turn the temperature dial, cut with top-k and top-p, draw with a seed"
 
     def read(self, reader: Reader, lab_dir: Path) -> SamplingSpec | None:
-        return read_sampling(reader, ("sampling",))
+        store: list[decoded.Store] = []
+        damage: list[Diagnostic] = []
+
+        def stored(text: str, chat: bool, at: Diagnostic):  # a context on the model: from decoded.json
+            if not store:
+                try:
+                    store.append(decoded.load(lab_dir))
+                except ContentError as exc:  # said once; the spec still names what labs decode rewrites
+                    damage.extend(exc.diagnostics)
+                    store.append(decoded.Store(decoded.path_for(lab_dir), None, None, {}, exists=False))
+                    requests, _, _ = real.stored_context(store[0], text, chat, at)
+                    return requests, None, list(damage)
+            requests, data, problems = real.stored_context(store[0], text, chat, at)
+            return requests, data, [] if damage else problems
+
+        return read_sampling(reader, ("sampling",), stored)
+
+    def models(self, lab: Lab) -> tuple[ModelUse, ...]:
+        requests = tuple(r for c in (lab.spec.contexts if lab.spec else ()) for r in c.requests)
+        return (ModelUse(real.MODEL, requests),) if requests else ()
 
     def read_question(self, reader: Reader, where: tuple, qtype: str, qid: str, spec: SamplingSpec) -> KindQuestion | None:
         written = reader.string(where + ("context",), required=False, multiline=False)
@@ -198,6 +241,8 @@ class SamplingKind(LabKind):
             reader.error(where + ("context",), f"unknown context {written!r}"
                          f"{did_you_mean(written, [c.id for c in spec.contexts])}; contexts are declared under "
                          f"'sampling' in lab.yaml")
+            return None
+        if context.model and not context.words:  # its stored result is missing: already an error at the context
             return None
         cond_text = reader.string(where + ("condition",), multiline=False)
         condition = read_condition(reader, where + ("condition",), cond_text, 0, context.words) if cond_text else None
@@ -252,6 +297,17 @@ class SamplingKind(LabKind):
         spec: SamplingSpec = lab.spec
         return Computed(payload=compute_payload(spec), problems=check_claims(spec))
 
+    def page(self, lab: Lab, payload: Any) -> PageData:
+        """A real context's tail (the other tokens' parts, as runs) is a file the page loads on the
+        first cut: a first visit carries only the top tokens and the rest's total."""
+        tails = {c["id"]: c["tail"] for c in payload["contexts"] if "tail" in c}
+        if not tails:
+            return PageData(payload)
+        name, script = lazy_script("sampling-tail.js", "samplingTail", tails)
+        embedded = {**payload, "tail_src": name,
+                    "contexts": [{k: v for k, v in c.items() if k != "tail"} for c in payload["contexts"]]}
+        return PageData(embedded, {name: script})
+
     def jsonld_question_type(self, qtype: str) -> str:
         return "Multiple choice"
 
@@ -273,7 +329,8 @@ sampling:
   contexts:
     - id: example
       text: The cat sat on the
-      # Hand-written scores: say so on the page.
+      # Hand-written scores (the page says so). Without `logits`, a context is SmolLM2's real
+      # next-token distribution: run `labs decode` to store it (docs/kinds/sampling.md).
       logits: {mat: 4.1, sofa: 3.2, floor: 2.9, roof: 1.5, moon: -0.5}
       claims:
         - at T=0.5: mat >= 75%

@@ -8,17 +8,17 @@ import math
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from generator.kinds import Diagnostic, Reader, did_you_mean
 from generator.models import decoding
+from generator.kinds.sampling.designed import MAX_WORDS, number as _number, read_logits as _logits
 
 MAX_POINTS = 100
 MAX_CONTEXTS = 6
-MIN_WORDS, MAX_WORDS = 2, 12
-MAX_ABS_LOGIT = 100.0
 DEFAULT_SEED = 42
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
-_WORD = re.compile(r"^[^\s,:=<>%#]+$")
 _CLAIM = re.compile(r"^at\s+T\s*=\s*(?P<t>[^\s:]*)\s*:\s*(?P<cond>.*)$", re.S)
 _CLAIM_KEY = re.compile(r"^at\s+T\s*=\s*(?P<t>\S*)$")
 _SHARE = re.compile(r"^(?P<word>[^\s,:=<>%#≥≤]+)\s*(?P<op>>=|<=|>|<|≥|≤)\s*(?P<num>\d+(?:\.\d+)?)\s*%$")
@@ -56,6 +56,10 @@ class ContextSpec:
     words: tuple[str, ...]  # from the highest logit down (ties: as written)
     logits: tuple[float, ...]
     claims: tuple[Claim, ...]
+    model: bool = False  # words and logits are the decoder's whole vocabulary, from the stored file
+    chat: bool = False  # the text was wrapped in the chat template as the user's message
+    prompt_tokens: tuple[str, ...] = ()  # the text's tokens (a model context)
+    requests: tuple = ()  # what it reads from the stored file (generator.runtime.decoded.Request)
 
 
 @dataclass(frozen=True)
@@ -75,9 +79,14 @@ class SamplingSpec:
         c = self.context(self.default_context)
         probs = decoding.softmax(c.logits, [self.temperatures[self.default_t]])[0]
         parts = decoding.to_parts(probs)
+        words = list(c.words)
+        if c.model:  # the ten likeliest tokens, and the rest of the vocabulary as one row (as the page rounds them)
+            top = np.argsort(-probs, kind="stable")[:10]
+            words = [c.words[j] for j in top] + [f"all other {len(c.words) - 10:,} tokens"]
+            parts = np.append(parts[top], decoding.PARTS - parts[top].sum())
         pct = decoding.shares(parts)
-        return {"text": c.text, "t": format_t(self.temperatures[self.default_t]),
-                "rows": [(w, share_text(int(p), int(n), decoding.PARTS)) for w, p, n in zip(c.words, pct, parts)]}
+        rows = [(w, share_text(int(p), int(n), decoding.PARTS)) for w, p, n in zip(words, pct, parts)]
+        return {"text": c.text, "t": format_t(self.temperatures[self.default_t]), "rows": rows}
 
 
 @dataclass(frozen=True)
@@ -97,22 +106,6 @@ def share_text(pct: int, parts: int, total: int) -> str:
 def format_t(t: float) -> str:
     """A temperature as the author would write it: 0.5, 1, 2.25."""
     return f"{t:.6f}".rstrip("0").rstrip(".")
-
-
-def _number(reader: Reader, where: tuple, what: str) -> float | None:
-    value = reader.value(where)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        if isinstance(value, str) and value.strip().lower().lstrip("+-") in (".inf", ".nan", "inf", "nan"):
-            reader.error(where, f"{what} must be a finite number, not {value.strip()!r}")
-        else:
-            shown = "nothing" if value is None else "text" if isinstance(value, str) else "a list" if isinstance(
-                value, list) else "a mapping" if isinstance(value, dict) else "true/false"
-            reader.error(where, f"{what} must be a number, not {shown}")
-        return None
-    if not math.isfinite(value):
-        reader.error(where, f"{what} must be a finite number")
-        return None
-    return float(value)
 
 
 def _occurrence(text: str, needle: str, start: int) -> int:
@@ -186,47 +179,6 @@ def read_temperature(reader: Reader, where: tuple, temperatures) -> int | None:
     return index
 
 
-def _logits(reader: Reader, where: tuple) -> tuple[list[str], list[float]] | None:
-    value = reader.value(where)
-    entries: list[tuple[str, tuple, bool, float | None]] = []  # word, where, at a key?, logit
-    if isinstance(value, dict):
-        for word in value:
-            entries.append((word, where + (word,), True, _number(reader, where + (word,), f"the logit of {word!r}")))
-    elif isinstance(value, list):
-        for i, _ in enumerate(value):
-            if reader.mapping(where + (i,), required=("word", "logit")) is None:
-                continue
-            word = reader.string(where + (i, "word"), multiline=False)
-            logit = _number(reader, where + (i, "logit"), f"the logit of {word!r}" if word else "a logit")
-            if word is not None:
-                entries.append((word, where + (i, "word"), False, logit))
-    else:
-        reader.mapping(where)  # reports "must be a mapping"
-        return None
-    ok, seen = True, set()
-    for word, at, key, logit in entries:
-        if not _WORD.match(word):
-            reader.error(at, f"word {word!r} must have no spaces and none of , : = < > % #", key=key)
-            ok = False
-        elif word in seen:
-            reader.error(at, f"duplicate word {word!r}", key=key)
-            ok = False
-        seen.add(word)
-        if logit is None:
-            ok = False
-        elif abs(logit) > MAX_ABS_LOGIT:
-            reader.error(at if not key else at, f"the logit of {word!r} must be between −{MAX_ABS_LOGIT:g} and "
-                                                f"{MAX_ABS_LOGIT:g}, not {logit:g}")
-            ok = False
-    if ok and not MIN_WORDS <= len(entries) <= MAX_WORDS:
-        reader.error(where, f"a context needs {MIN_WORDS} to {MAX_WORDS} candidate words, not {len(entries)}")
-        ok = False
-    if not ok:
-        return None
-    order = sorted(range(len(entries)), key=lambda i: -entries[i][3])  # stable: ties stay as written
-    return [entries[i][0] for i in order], [entries[i][3] for i in order]
-
-
 def _word_list(reader: Reader, where: tuple, text: str, start: int, written: str, words) -> tuple[int, ...] | None:
     found: list[int] = []
     offset, ok = start, True
@@ -251,6 +203,12 @@ def _word_list(reader: Reader, where: tuple, text: str, start: int, written: str
 def _word(reader: Reader, where: tuple, text: str, start: int, word: str, words) -> int | None:
     if word in words:
         return words.index(word)
+    if len(words) > MAX_WORDS:  # a model's vocabulary
+        spaced = "␣" + word.lstrip("_")
+        hint = f" (did you mean {spaced!r}?)" if spaced in words else did_you_mean(word, words)
+        _error_in(reader, where, text, start, word, f"no token {word!r} in the model's vocabulary{hint}; write a "
+                  f"token as the page shows it, a leading space as ␣ (e.g. ␣mat)")
+        return None
     _error_in(reader, where, text, start, word,
               f"unknown word {word!r}{did_you_mean(word, words)}; this context's words are: {', '.join(words)}")
     return None
@@ -342,8 +300,11 @@ def _claims(reader: Reader, where: tuple, temperatures, words) -> tuple[Claim, .
     return tuple(claims) if ok else None
 
 
-def read_sampling(reader: Reader, where: tuple) -> SamplingSpec | None:
-    before = len(reader.diags.items)
+def read_sampling(reader: Reader, where: tuple, stored=None) -> SamplingSpec | None:
+    """``stored(text, chat, at)`` gives a context without ``logits`` the decoder's (see real.py):
+    (its requests, (words, logits, prompt tokens) or None, problems). A context whose stored
+    result is missing stays in the spec, empty, so ``labs decode`` can tell what to compute."""
+    before, later = len(reader.diags.items), []
     if reader.mapping(where, required=("temperatures", "contexts"),
                       optional=("prompt", "default", "seed")) is None:
         return None
@@ -360,7 +321,7 @@ def read_sampling(reader: Reader, where: tuple) -> SamplingSpec | None:
         reader.error(where + ("contexts",), f"at most {MAX_CONTEXTS} contexts fit the picker, not {len(items)}")
     for i, _ in enumerate(items):
         at = where + ("contexts", i)
-        if reader.mapping(at, required=("id", "text", "logits"), optional=("note", "claims")) is None:
+        if reader.mapping(at, required=("id", "text"), optional=("logits", "chat", "note", "claims")) is None:
             continue
         context_id = reader.string(at + ("id",), multiline=False)
         if context_id is not None and not _ID.match(context_id):
@@ -370,13 +331,23 @@ def read_sampling(reader: Reader, where: tuple) -> SamplingSpec | None:
         ids.append(context_id)
         text = reader.string(at + ("text",), multiline=False)
         note = reader.string(at + ("note",), required=False, multiline=False) or ""
-        logits = _logits(reader, at + ("logits",))
+        chat = reader.value(at + ("chat",)) is not None and reader.boolean(at + ("chat",))
+        real = {}
+        if reader.value(at + ("logits",)) is not None:
+            logits = _logits(reader, at + ("logits",))
+        elif stored is None:
+            logits = reader.error(at, "a context needs 'logits' here")
+        elif text is not None:
+            requests, data, problems = stored(text, chat, reader.doc.diagnostic_at(*reader.doc.position(at + ("text",)), ""))
+            later += problems
+            logits = data[:2] if data else ((), ())
+            real = {"model": True, "chat": chat, "prompt_tokens": data[2] if data else (), "requests": requests}
         claims: tuple[Claim, ...] | None = ()
-        if logits is not None and temperatures is not None and reader.value(at + ("claims",)) is not None:
+        if logits and logits[0] and temperatures is not None and reader.value(at + ("claims",)) is not None:
             claims = _claims(reader, at + ("claims",), temperatures, logits[0])
         if None in (context_id, text, logits, claims):
             continue
-        contexts.append(ContextSpec(context_id, text, note, tuple(logits[0]), tuple(logits[1]), claims))
+        contexts.append(ContextSpec(context_id, text, note, tuple(logits[0]), tuple(logits[1]), claims, **real))
     default_context, default_t = (contexts[0].id if contexts else ""), None
     if temperatures is not None:
         default_t = grid_index(temperatures, 1.0)
@@ -394,4 +365,6 @@ def read_sampling(reader: Reader, where: tuple) -> SamplingSpec | None:
                 default_t = read_temperature(reader, where + ("default", "temperature"), temperatures)
     if len(reader.diags.items) > before or temperatures is None or default_t is None or seed is None:
         return None
+    for problem in later:  # after the check: the spec still says what labs decode must compute
+        reader.diags.add(problem)
     return SamplingSpec(prompt, temperatures, tuple(contexts), default_context, default_t, seed)

@@ -54,7 +54,7 @@ from typing import Any
 from generator.kinds import Computed, KindQuestion, Lab, LabKind, Option, PageData, Reader
 from generator.models.wordpiece import encode
 from generator.kinds.tokens.pieces import count, ratio_text, steps
-from generator.kinds.tokens.reading import TokensSpec, describe, read_tokens
+from generator.kinds.tokens.reading import MAX_TEXT, TokensSpec, describe, read_tokens
 from generator.kinds.tokens import vocabulary
 
 PICKS = ("continuation", "word-start", "unknown")
@@ -199,6 +199,9 @@ class TokensKind(LabKind):
     def read_question(self, reader: Reader, where: tuple, qtype: str, qid: str, spec: TokensSpec) -> KindQuestion | None:
         text = reader.string(where + ("text",), multiline=False)
         if text is None:
+            return None
+        if len(text) > MAX_TEXT:
+            reader.error(where + ("text",), f"a pieces question's text is {len(text):,} characters; at most {MAX_TEXT}")
             return None
         has_choices, has_pick = (reader.value(where + (k,)) is not None for k in ("choices", "pick"))
         if has_choices == has_pick:

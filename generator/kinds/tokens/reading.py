@@ -4,6 +4,7 @@ read, every mistake at its line and column with what the tokenizer computed."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,10 @@ from generator.kinds.tokens.pieces import Counted, count, default_word, ratio_te
 from generator.kinds.tokens import vocabulary
 
 MIN_EXAMPLES, MAX_EXAMPLES = 2, 8
-MAX_TEXT = 2000  # code points of one example or of the starting text: the page embeds them
+MAX_TEXT = 2000  # code points of one example, of the starting text or of a claim's text: the page embeds them
+# The page loads the whole vocabulary when the learner first types: multilingual BERT's 119,547
+# pieces are a 2 MB script; twice that is the most a tokens lab asks a learner to download.
+MAX_PIECES = 250_000
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _QUOTED = r'"(?P<{0}>[^"]+)"'
 _HAS = re.compile(_QUOTED.format("a") + r"\s+has\s+(?P<n>\d+)\s+pieces?$")
@@ -77,7 +81,8 @@ def check_claim(text: str, examples: dict[str, str], tokenizer) -> tuple[bool | 
     if m := _HAS.fullmatch(text):
         t, name = _ref(examples, m.group("a"))
         c = count(t, tokenizer)
-        return len(c.pieces) == int(m.group("n")), describe(c, name)
+        digits = m.group("n").lstrip("0") or "0"  # thousands of digits would not become an int
+        return len(digits) <= 18 and len(c.pieces) == int(digits), describe(c, name)
     if m := _UNK.fullmatch(text):
         t, name = _ref(examples, m.group("a"))
         c = count(t, tokenizer)
@@ -101,19 +106,24 @@ def _text(reader: Reader, where: tuple, what: str) -> str | None:
 
 
 def _vocabulary(reader: Reader, where: tuple, lab_dir: Path):
-    written = reader.string(where, multiline=False)
-    if written is None:
+    folder = reader.folder(where, lab_dir, "vocabulary")  # within content/: the page publishes it
+    if folder is None:
         return None, None
-    folder = (lab_dir / written).resolve()
-    if not folder.is_dir() or not (vocabulary.is_bundle(folder) or (folder / "vocab.txt").is_file()):
+    written = reader.value(where)
+    if not (vocabulary.is_bundle(folder) or os.path.lexists(folder / "vocab.txt")):
         reader.error(where, f"no vocabulary at {written!r}: name a model bundle folder or a folder with a vocab.txt, "
                             f"relative to the lab's folder (e.g. ../../models/all-minilm-l6-v2)")
         return None, None
     try:
-        return folder, vocabulary.tokenizer(folder)
+        tokenizer = vocabulary.tokenizer(folder)
     except SiteError as exc:
         reader.error(where, f"{written!r} is not a readable vocabulary: {exc}")
         return None, None
+    if len(tokenizer.vocab) > MAX_PIECES:
+        reader.error(where, f"{written!r} holds {len(tokenizer.vocab):,} pieces; the page loads the whole vocabulary "
+                            f"when the learner types, so a tokens lab takes at most {MAX_PIECES:,}")
+        return None, None
+    return folder, tokenizer
 
 
 def read_tokens(reader: Reader, where: tuple, lab_dir: Path) -> TokensSpec | None:
@@ -160,6 +170,10 @@ def read_tokens(reader: Reader, where: tuple, lab_dir: Path) -> TokensSpec | Non
             if claim is None:
                 continue
             for ref in re.findall(r'"([^"]+)"', claim):
+                if len(ref) > MAX_TEXT:
+                    reader.error(where + ("claims", i), f"a claim's quoted text is {len(ref):,} characters; at most "
+                                                        f"{MAX_TEXT} (as an example's)")
+                    break
                 if ref not in texts and re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)+", ref):
                     reader.error(where + ("claims", i), f"{ref!r} looks like an example id but no example has it"
                                  f"{did_you_mean(ref, list(texts))}; quote an example id or the text itself")

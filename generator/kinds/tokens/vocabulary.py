@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from pathlib import Path
 
 from generator.models.wordpiece import WordPieceTokenizer, load_tokenizer
@@ -33,19 +34,21 @@ _FROM_LAB_PAGE = "../../"  # a lab page is labs/<slug>/index.html
 
 
 def is_bundle(folder: Path) -> bool:
-    return (Path(folder) / BUNDLE_FILE).is_file()
+    """A folder with a bundle.json (whatever it is: read_bundle says what is wrong with it)."""
+    return os.path.lexists(Path(folder) / BUNDLE_FILE)
 
 
 def _stamp(folder: Path) -> tuple:
     try:
-        return tuple(sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir()))
+        return tuple(sorted((p.name, p.lstat().st_mode, p.lstat().st_size, p.lstat().st_mtime_ns)
+                            for p in folder.iterdir()))
     except OSError:
         return ()
 
 
 @functools.lru_cache(maxsize=4)
 def _plain(folder: Path, stamp: tuple) -> WordPieceTokenizer:
-    return load_tokenizer(folder)
+    return load_tokenizer(folder, folder)  # a link out of the vocabulary's folder is not followed
 
 
 def tokenizer(folder: Path) -> WordPieceTokenizer:

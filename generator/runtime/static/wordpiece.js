@@ -9,7 +9,8 @@
    points, and a word span counts code points (wordRanges gives the same spans in UTF-16 units).
 
    const wp = Labs.runtime.WordPiece(Labs.runtimeData[key]);   // one tokenizer per data object
-   wp.encode(text)  → {text, tokens, ids, wordIds, words, sourceWords, wordSpans, wordRanges}
+   wp.encode(text[, count])  → {text, tokens, ids, wordIds, words, sourceWords, wordSpans, wordRanges}
+                               (count.steps: the code points the word spans normalised)
    wp.steps(text)   → each step's result: cleaned, spaced, nfc, chunks, lowered, normalised, split, words
    wp.search(word)  → the greedy longest-match-first search, every prefix tried
    wp.basicTokenize, wp.wordpiece, wp.clean, wp.lower, wp.normaliseToken, wp.splitOnPunctuation,
@@ -214,23 +215,57 @@
 
     /* ---------- where the words stand in the text (display only): _word_spans ---------- */
 
-    const norm = text => normaliseToken(clean(text).normalize("NFC"));
+    const EXACT_SEARCH_MAX_CHARS = 16;  // wordpiece.py's: longer words the walk cannot place stay unaligned
     const allSpace = text => { for (const ch of text) if (!chars.isSpace(codeOf(ch))) return false; return true; };
 
     /** For each word, in order, the shortest run of code points from the cursor that normalises to
-        exactly that word, extended over any marks (M*) that follow and keep it so; null when none
-        within 4 × its length + 8 code points. [start, end) in code points of `cs`. */
-    function wordSpans(cs, words) {
-      const spans = [];
-      let cursor = 0;
+        exactly that word, extended over any marks (M*) that follow and keep it so; null when there is
+        none. [start, end) in code points of `cs`. Linear in the text, as _word_spans: each code point
+        is normalised alone once and the pieces walked until they spell the word (then the run is
+        checked whole once); only a word of at most EXACT_SEARCH_MAX_CHARS the walk cannot place is
+        searched for run by run, within 4 × its length + 8 code points. `count.steps` counts the code
+        points normalised. */
+    function wordSpans(cs, words, count = { steps: 0 }) {
+      const spans = [], cache = new Map();
+      const norm = text => {
+        count.steps += Array.from(text).length;
+        return normaliseToken(clean(text).normalize("NFC"));
+      };
+      const alone = i => {
+        if (!cache.has(cs[i])) cache.set(cs[i], norm(cs[i]));
+        else count.steps++;
+        return cache.get(cs[i]);
+      };
       const from = (a, b) => cs.slice(a, b).join("");
-      for (const word of words) {
-        while (cursor < cs.length && allSpace(norm(cs[cursor]))) cursor++;
-        const limit = Math.min(cs.length, cursor + 4 * Array.from(word).length + 8);
+      const isMark = i => chars.isMark(codeOf(cs[i]));
+      const walk = (wcs, cursor) => {  // wcs: the word's code points
+        let end = cursor, made = 0;
+        while (made < wcs.length && end < cs.length) {
+          const piece = Array.from(alone(end));
+          for (let k = 0; k < piece.length; k++) if (wcs[made + k] !== piece[k]) return null;
+          made += piece.length;
+          end++;
+        }
+        if (made !== wcs.length) return null;
+        while (end < cs.length && isMark(end) && alone(end) === "") end++;
+        return end;
+      };
+      const exact = (word, wcs, cursor) => {
+        const limit = Math.min(cs.length, cursor + 4 * wcs.length + 8);
         let end = null;
         for (let e = cursor + 1; e <= limit; e++) if (norm(from(cursor, e)) === word) { end = e; break; }
+        if (end === null) return null;
+        while (end < cs.length && isMark(end) && norm(from(cursor, end + 1)) === word) end++;
+        return end;
+      };
+      let cursor = 0;
+      for (const word of words) {
+        while (cursor < cs.length && allSpace(alone(cursor))) cursor++;
+        const wcs = Array.from(word);
+        let end = walk(wcs, cursor);
+        if (end !== null && norm(from(cursor, end)) !== word) end = null;
+        if (end === null && wcs.length <= EXACT_SEARCH_MAX_CHARS) end = exact(word, wcs, cursor);
         if (end === null) { spans.push(null); continue; }
-        while (end < cs.length && chars.isMark(codeOf(cs[end])) && norm(from(cursor, end + 1)) === word) end++;
         spans.push([cursor, end]);
         cursor = end;
       }
@@ -243,7 +278,7 @@
         [SEP]); sourceWords are the words as written (control characters dropped); wordSpans are
         [start, end) in code points and wordRanges the same in UTF-16 units (for slicing the
         string or selecting it in a text box), null where a word could not be aligned. */
-    function encode(text) {
+    function encode(text, count) {
       const words = steps(text).words;
       const tokens = [settings.cls_token], wordIds = [null];
       words.forEach((word, index) => {
@@ -255,7 +290,7 @@
       const ids = tokens.map(t => (vocab.has(t) ? vocab.get(t) : unk));
       const cs = Array.from(text), offsets = [0];
       for (const ch of cs) offsets.push(offsets[offsets.length - 1] + ch.length);
-      const spans = wordSpans(cs, words);
+      const spans = wordSpans(cs, words, count);
       return {
         text, tokens, ids, wordIds, words,
         sourceWords: words.map((w, i) => (spans[i] ? clean(cs.slice(...spans[i]).join("")) : w)),

@@ -5,6 +5,10 @@
    and draws with mulberry32(seed) — Labs.code.sampling, in 10-core.js.
    Draws are reproducible: the same context, temperature, top-k, top-p and seed give the same
    words in the same order, so any change of setting starts the draws over.
+   A context on the model (contexts[].ids: SmolLM2's whole vocabulary) embeds its top tokens'
+   parts and shows the rest as one row, "all other tokens"; the other tokens' parts (runs of equal
+   values, in rank order: data.tail_src) load on the first cut, so top-k and top-p cut the whole
+   vocabulary exactly. A draw needs no tail: the top tokens come first in the order draws walk.
    State in the URL hash: #c=<context>&t=<temperature>&k=<top-k>&p=<top-p %>&seed=<seed> */
 (() => {
   "use strict";
@@ -34,7 +38,7 @@
     p: 100,
     seed: Number.isInteger(data.seed) ? data.seed : 42
   };
-  let rng = null, drawn = [], tally = [];
+  let rng = null, drawn = [], tally = [], tails = null, tailLoad = null;
 
   /* ---------- controls ---------- */
   const ctxOf = () => contexts.get(state.context);
@@ -42,11 +46,14 @@
     for (const c of data.contexts) el.context.append(h("option", { value: c.id }, [c.text + " …"]));
     el.contextField.hidden = data.contexts.length < 2;
   }
+  const count = n => n.toLocaleString("en");
+  const sizeOf = C => C.vocab || C.words.length;  // how many tokens (or words) the context has
+  const shownWords = C => C.ids ? C.words.concat([`all other ${count(C.vocab - C.words.length)} tokens`]) : C.words;
   function fillTopK() {
-    const n = ctxOf().words.length, keep = state.k;
-    el.topk.replaceChildren(h("option", { value: "0" }, ["off (all " + n + ")"]));
-    for (let k = 1; k < n; k++) el.topk.append(h("option", { value: String(k) }, [String(k)]));
-    state.k = keep > 0 && keep < n ? keep : 0;
+    const C = ctxOf(), n = sizeOf(C), keep = state.k, ks = C.topk || C.words.slice(1).map((w, j) => j + 1);
+    el.topk.replaceChildren(h("option", { value: "0" }, ["off (all " + count(n) + ")"]));
+    for (const k of ks) el.topk.append(h("option", { value: String(k) }, [String(k)]));
+    state.k = ks.includes(keep) ? keep : 0;
   }
   function syncControls() {
     el.context.value = state.context;
@@ -61,12 +68,32 @@
   }
 
   /* ---------- what the bars show ---------- */
-  function current() {
-    const C = ctxOf(), full = C.p[state.t], mask = S.keep(full, state.k, state.p);
-    const kept = full.map((x, j) => mask[j] ? x : 0), total = u.sum(kept);
-    return { C, full, mask, kept, total, before: u.roundShares(full, 100), after: u.roundShares(kept, 100),
-      left: mask.filter(Boolean).length };
+  const cutting = () => state.k > 0 || state.p < 100;
+  const expand = runs => runs.flatMap(([value, n]) => new Array(n).fill(value));
+  // The weights the cuts and draws use: a model context's top tokens, then the rest — one lump
+  // while nothing is cut (or its tail is still loading), else every other token's parts.
+  function weights(C) {
+    const top = C.p[state.t];
+    if (!C.ids) return { w: top, whole: true };
+    if (cutting() && tails) return { w: top.concat(expand(tails[C.id][state.t])), whole: true };
+    if (cutting()) loadTail();
+    return { w: top.concat([data.parts - u.sum(top)]), whole: !cutting() };
   }
+  function loadTail() {
+    tailLoad ||= u.load(data.tail_src).then(() => { tails = Labs.data.samplingTail; restart(); paint(); say(describe()); })
+      .catch(() => { tailLoad = null; el.summary.textContent = "The other tokens' chances did not load, so nothing is cut."; });
+  }
+  function current() {
+    const C = ctxOf(), { w: full, whole } = weights(C), n = C.words.length;
+    const mask = whole ? S.keep(full, state.k, state.p) : full.map(() => true);
+    const kept = full.map((x, j) => mask[j] ? x : 0), total = u.sum(kept);
+    // What the rows show: a model context's tokens past the top ones add up into one row.
+    const rows = a => C.ids ? a.slice(0, n).concat([u.sum(a.slice(n))]) : a;
+    const fullR = rows(full), keptR = rows(kept), maskR = C.ids ? mask.slice(0, n).concat([mask.slice(n).some(Boolean)]) : mask;
+    return { C, full, kept, total, fullR, keptR, maskR, before: u.roundShares(fullR, 100), after: u.roundShares(keptR, 100),
+      left: C.ids && !(cutting() && tails) ? (cutting() ? null : C.vocab) : mask.filter(Boolean).length, pending: cutting() && !whole };
+  }
+  const rowOf = j => Math.min(j, ctxOf().ids ? ctxOf().words.length : j);
 
   // A whole percentage, except where rounding would say something false: a chance that rounds to
   // 0 but is not 0 reads "<1%" (that word can still be drawn; "0%" would say it cannot), and one
@@ -77,9 +104,12 @@
   function build() {
     const C = ctxOf();
     el.text.textContent = C.text;
-    el.note.textContent = C.note || "";
-    el.note.hidden = !C.note;
-    rows = C.words.map(word => {
+    el.bars.tHead.rows[0].cells[0].textContent = C.ids ? "Next token" : "Next word";
+    const about = C.ids ? `SmolLM2-135M-Instruct's chances for its next token, over all ${count(C.vocab)} tokens of its vocabulary; it reads the text as written${C.chat ? ", as a user's message in its chat template" : ", with no chat template"}: ${C.tokens.join(" ")}.`
+      : C.designed ? "Hand-written scores for a few words, not a model's: a designed example." : "";
+    el.note.textContent = [C.note, about].filter(Boolean).join(" ");
+    el.note.hidden = !el.note.textContent;
+    rows = shownWords(C).map(word => {
       const ghost = h("span", { class: "sa-ghost" }), fill = h("span", { class: "sa-fill" });
       const pct = h("span", { class: "sa-pct" }), was = h("span", { class: "sa-was" }), count = h("td", { class: "sa-count" });
       const tr = h("tr", {}, [h("th", { scope: "row", class: "sa-word" }, [word]),
@@ -87,65 +117,70 @@
         h("td", { class: "sa-pct-cell" }, [pct, was]), count]);
       return { tr, ghost, fill, pct, was, count };
     });
+    if (C.ids) rows[rows.length - 1].tr.classList.add("sa-other");
     el.bars.tBodies[0].replaceChildren(...rows.map(r => r.tr));
     el.math.tBodies[0].replaceChildren(...C.words.map((w, j) => h("tr", {}, [h("th", { scope: "row" }, [w]),
       h("td", {}, [u.fmt(C.logits[j], 2)]), h("td", {}, []), h("td", {}, [])])));
   }
 
   function paint() {
-    const v = current(), C = v.C, T = temps[state.t], cuts = v.left < C.words.length;
-    el.caption.textContent = `Next word after “${C.text} …” at T = ${tText(T)}` +
+    const v = current(), C = v.C, T = temps[state.t], n = sizeOf(C), cuts = v.left !== null && v.left < n;
+    const unit = C.ids ? "tokens" : "words";
+    el.caption.textContent = `Next ${C.ids ? "token" : "word"} after “${C.text} …” at T = ${tText(T)}` +
       (state.k ? `, top-k ${state.k}` : "") + (state.p < 100 ? `, top-p ${pText(state.p)}` : "");
     // A bar's length is the word's chance: the whole track is 100%. The pale bar behind it is
     // the chance before top-k and top-p; the solid one the renormalised chance after.
     rows.forEach((r, j) => {
-      const isCut = !v.mask[j], share = v.total ? v.kept[j] / v.total : 0;
+      const isCut = !v.maskR[j], share = v.total ? v.keptR[j] / v.total : 0;
       r.tr.classList.toggle("is-cut", isCut);
-      r.ghost.style.width = (v.full[j] / data.parts * 100).toFixed(2) + "%";
+      r.ghost.style.width = (v.fullR[j] / data.parts * 100).toFixed(2) + "%";
       r.fill.style.width = (share * 100).toFixed(2) + "%";
-      r.pct.textContent = isCut ? "cut" : pctText(v.after[j], v.kept[j], v.total);
-      r.was.textContent = isCut ? `was ${pctText(v.before[j], v.full[j], data.parts)}`
-        : cuts && v.after[j] !== v.before[j] ? `from ${pctText(v.before[j], v.full[j], data.parts)}` : "";
+      r.pct.textContent = isCut ? "cut" : pctText(v.after[j], v.keptR[j], v.total);
+      r.was.textContent = isCut ? `was ${pctText(v.before[j], v.fullR[j], data.parts)}`
+        : cuts && v.after[j] !== v.before[j] ? `from ${pctText(v.before[j], v.fullR[j], data.parts)}` : "";
       r.tr.title = isCut ? `Cut by ${state.k && state.p < 100 ? "top-k or top-p" : state.k ? "top-k" : "top-p"}` : "";
       r.count.textContent = tally[j] ? String(tally[j]) : "";
     });
-    el.summary.textContent = cuts
-      ? `${state.k && state.p < 100 ? "Top-k and top-p keep" : state.k ? "Top-k keeps" : "Top-p keeps"} ${v.left} of ${C.words.length} words; their chances are renormalised to add up to 100%. A cut word's pale bar shows the chance it had.`
-      : `All ${C.words.length} words stay in. The chances add up to 100%.`;
+    el.summary.textContent = v.pending ? `Loading the chances of the other ${count(n - C.words.length)} tokens to cut them…`
+      : cuts ? `${state.k && state.p < 100 ? "Top-k and top-p keep" : state.k ? "Top-k keeps" : "Top-p keeps"} ${count(v.left)} of ${count(n)} ${unit}; their chances are renormalised to add up to 100%. A cut ${unit.slice(0, -1)}'s pale bar shows the chance it had.`
+      : `All ${count(n)} ${unit} stay in. The chances add up to 100%.`;
     el.mathT.textContent = `Logit ÷ ${tText(T)}`;
     [...el.math.tBodies[0].rows].forEach((tr, j) => {
       tr.cells[2].textContent = u.fmt(C.logits[j] / T, 2);
-      tr.cells[3].textContent = (v.full[j] / data.parts * 100).toFixed(2) + "%";
+      tr.cells[3].textContent = (v.fullR[j] / data.parts * 100).toFixed(2) + "%";
     });
-    el.next.textContent = drawn.length ? C.words[drawn[drawn.length - 1]] : "…";
+    el.next.textContent = drawn.length ? nameOf(drawn[drawn.length - 1]) : "…";
     el.next.classList.toggle("is-drawn", drawn.length > 0);
     el.draws.textContent = drawn.length
-      ? `${drawn.length} draw${drawn.length === 1 ? "" : "s"} with seed ${state.seed}; the latest: “${C.words[drawn[drawn.length - 1]]}”.`
+      ? `${drawn.length} draw${drawn.length === 1 ? "" : "s"} with seed ${state.seed}; the latest: “${nameOf(drawn[drawn.length - 1])}”.`
       : `No draws yet. Seed ${state.seed}: the same settings and seed always draw the same words.`;
   }
+
+  const nameOf = j => ctxOf().ids && j >= ctxOf().words.length ? "(another token)" : ctxOf().words[j];
 
   /* ---------- sampling ---------- */
   function restart() {
     rng = S.mulberry32(state.seed);
     drawn = [];
-    tally = ctxOf().words.map(() => 0);
+    tally = shownWords(ctxOf()).map(() => 0);
     el.history.replaceChildren();
   }
   function sample(n) {
     const v = current(), C = v.C, got = [];
+    if (v.pending) { say("The other tokens' chances are still loading; draw again in a moment."); return; }
     for (let i = 0; i < n; i++) {
       const j = S.draw(v.kept, rng());  // cut words weigh 0: never drawn
       drawn.push(j);
-      tally[j]++;
+      tally[rowOf(j)]++;
       got.push(j);
     }
-    const items = got.map(j => h("li", {}, [C.words[j]]));
+    const items = got.map(j => h("li", {}, [nameOf(j)]));
     el.history.append(...items);
     while (el.history.children.length > HISTORY) el.history.firstElementChild.remove();
     paint();
-    if (n === 1) say(`Draw ${drawn.length}: ${C.words[got[0]]}.`);
+    if (n === 1) say(`Draw ${drawn.length}: ${nameOf(got[0])}.`);
     else {
-      const counts = C.words.map((w, j) => [w, got.filter(x => x === j).length]).filter(x => x[1]);
+      const counts = shownWords(C).map((w, j) => [w, got.filter(x => rowOf(x) === j).length]).filter(x => x[1]);
       say(`${n} more draws: ` + counts.map(([w, c]) => `${w} ${c}`).join(", ") + `. ${drawn.length} in all.`);
     }
   }
@@ -159,11 +194,11 @@
   }
   function describe() {
     const v = current(), C = v.C;
-    const shown = C.words.map((w, j) => [w, v.after[j], v.kept[j]]).filter(x => x[2] > 0).slice(0, 4);
+    const shown = C.words.map((w, j) => [w, v.after[j], v.keptR[j]]).filter(x => x[2] > 0).slice(0, 4);
     return `T = ${tText(temps[state.t])}` + (state.k ? `, top-k ${state.k}` : "") + (state.p < 100 ? `, top-p ${pText(state.p)}` : "") +
       ": " + shown.map(([w, p, parts]) => `${w} ${pctText(p, parts, v.total)}`).join(", ") +
-      (v.left > shown.length ? `, and ${v.left - shown.length} more` : "") +
-      (v.left < C.words.length ? `. ${C.words.length - v.left} cut.` : ".") + (drawn.length ? "" : " Draws start over.");
+      (v.left > shown.length ? `, and ${count(v.left - shown.length)} more` : "") +
+      (v.left !== null && v.left < sizeOf(C) ? `. ${count(sizeOf(C) - v.left)} cut.` : ".") + (drawn.length ? "" : " Draws start over.");
   }
   function writeHash() {
     const q = `c=${encodeURIComponent(state.context)}&t=${tText(temps[state.t])}` + (state.k ? `&k=${state.k}` : "") +
@@ -235,5 +270,5 @@
   app.hidden = false;
   root.dataset.ready = "true";
   // For the tests: the settings and the draws so far.
-  Labs.test.sampling = { state: () => ({ ...state, drawn: drawn.slice(), words: ctxOf().words.slice() }) };
+  Labs.test.sampling = { state: () => ({ ...state, drawn: drawn.slice(), words: ctxOf().words.slice() }), ready: () => tailLoad || Promise.resolve() };
 })();
