@@ -44,7 +44,7 @@ def test_show_it_brings_the_stage_into_view(sized, shipped, which):
     page = sized
     open_lab(page, shipped, "file")
     box = page.get_by_label("Your sentence", exact=True)
-    box.evaluate("b => b.scrollIntoView({block: 'center'})")  # the learner scrolls down to the box, below the spotlight
+    box.evaluate("b => b.scrollIntoView({block: 'start'})")  # the learner scrolls down to the box, below the spotlight
     box.click()
     assert not _in_view(page, "#sl-queries")  # the stage is off screen while they type
     if which == "real":
