@@ -216,6 +216,9 @@ def test_offline_the_page_blames_the_connection_and_a_kept_model_still_reads_new
     _pick_real(page)
     keep = page.get_by_role("button", name=re.compile(r"^Keep for offline use \(up to [\d.]+ MB\)$"))
     expect(keep).to_be_visible()
+    from generator.runtime.pagefiles import SHARD_ROWS  # what a word's part of the model is, from the manifest
+
+    expect(page.locator("#sl-own-load")).to_contain_text(re.compile(rf"each new word needs a small part of the model \(about \d+ KB for {SHARD_ROWS} words"))
     context.set_offline(True)
     _show(page)
     msg = page.locator(".sl-own-msg")

@@ -180,7 +180,7 @@
     return readManifest(manifestSrc, options && options.signal).then(function (m) {
       var manifest = m.manifest, tokenizer = manifest.tokenizer || manifest.vocab, rest = 0;
       (manifest.shards || []).forEach(function (s) { rest += s.size; });  // an encoder's word shards: loaded as words need them
-      return { totalBytes: manifest.load_bytes, restBytes: rest, model: manifest.model, config: manifest.spec.config,
+      return { totalBytes: manifest.load_bytes, restBytes: rest, shardCount: (manifest.shards || []).length, shardRows: manifest.spec.shard_rows, model: manifest.model, config: manifest.spec.config,
         architecture: manifest.architecture || "bert", tokenizerBytes: tokenizer.size,
         licenseSrc: absolute(manifest.model.license_src, m.url) };
     });

@@ -48,8 +48,8 @@
     offline.textContent = fromDisk ? "Opened from your disk: every part of the model is there too, so it works without a connection."
       : M ? "Kept: every part of the model is loaded in this page, so any sentence works without a connection while the page stays open."
       : "Offline, sentences work only if the model is loaded and their words were read before: each new word needs a small part " +
-        "of the model (about 30 KB for 64 words of its vocabulary). Keep every part, and any sentence works without a connection " +
-        "while this page stays open.";
+        "of the model" + (described?.shardCount ? ` (about ${Math.round(rest / described.shardCount / 1e3)} KB for ${described.shardRows} ` +
+        "words of its vocabulary)" : "") + ". Keep every part, and any sentence works without a connection while this page stays open.";
     keep.hidden = fromDisk || M;
     keep.textContent = "Keep for offline use" + (rest ? ` (up to ${mb(rest + (modelP ? 0 : described.totalBytes))})` : "");
   }
