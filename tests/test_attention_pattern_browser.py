@@ -241,3 +241,29 @@ def test_pattern_screenshots(browser, watch, shipped, width, height):
     finally:
         ctx.close()
     assert not watch.problems, watch.problems
+
+
+def test_a_real_head_can_be_shaded_row_by_row_and_the_scale_says_so(page, shipped):
+    """A real head spreads its weight thinly: on the 0-100% scale its cells are pale. The learner
+    turns on the per-row scale: each row's largest weight is then full colour, and the scale's
+    label says what full colour now means."""
+    open_lab(page, shipped, "file", "#s=animal&h=L3H1&q=2&scale=1&special=1")
+    _open(page)
+    shades = """t => [...t.tBodies[0].rows].map(tr => [...tr.querySelectorAll("td:not(.is-masked)")].map(td =>
+        [parseFloat(td.style.getPropertyValue("--w")), parseFloat(td.textContent)]))"""
+    table = page.locator("table.sl-pat").first
+    before = table.evaluate(shades)
+    assert all(abs(w - pct / 100) < 0.01 for row in before for w, pct in row)  # the weight itself (its percentage rounds it up or down)
+    assert max(w for row in before for w, _ in row) < 1  # no cell is full colour: it is pale
+    expect(page.locator(".sl-pat-scale")).to_contain_text("100% of a row")
+    page.get_by_role("switch", name="Shade each row by its largest weight").check()
+    expect(page.locator(".sl-pat-scale")).to_contain_text("the row's largest weight")
+    expect(page.get_by_role("switch", name="Shade each row by its largest weight")).to_be_focused()
+    table = page.locator("table.sl-pat").first
+    after = table.evaluate(shades)
+    for row_before, row_after in zip(before, after):
+        top = max(w for w, _ in row_before)
+        assert max(w for w, _ in row_after) == pytest.approx(1)
+        assert [w for w, _ in row_after] == pytest.approx([w / top for w, _ in row_before], abs=1e-6)
+    page.get_by_role("switch", name="Shade each row by its largest weight").uncheck()
+    expect(page.locator(".sl-pat-scale")).to_contain_text("100% of a row")

@@ -183,6 +183,19 @@ def test_the_tokens_the_text_names_are_the_models(cache):
     assert [p for p, w in zip(entry["pieces"], entry["piece_words"]) if w == at] == pieces  # one word, its pieces
 
 
+def test_a_word_minilm_cannot_read_is_shown_as_unk():
+    """"MiniLM shows a word it cannot read (an emoji, say) as what it read, `[UNK]`" (Try your
+    own sentence): the page's model, run in NumPy, reads the emoji as [UNK], and the words shown say so."""
+    from generator.runtime.bundle import reference_model
+    from generator.runtime.site import bundle_at
+
+    assert "MiniLM shows a word it cannot read (an emoji, say) as what it read, `[UNK]`" in flat(
+        (ATTENTION / "what-youre-seeing.md").read_text(encoding="utf-8"))
+    words = realheads.word_attention(reference_model(bundle_at(ROOT / "content" / "models" / "all-minilm-l6-v2")),
+                                     "I love 🙂 and pizza").words
+    assert words == ("[CLS]", "I", "love", "[UNK]", "and", "pizza", "[SEP]")  # the other words as written
+
+
 def test_about_half_of_minilms_attention_lands_on_cls(cache):
     """"About half of all the attention lands on the special token [CLS]" (About the numbers)."""
     assert "About half of all the attention lands on the special token `[CLS]`" in flat(

@@ -181,13 +181,15 @@ class AttentionKind(LabKind):
         # Code (and lab-independent tables) every lab loads the same: shared_files, once per site.
         shared = _shared()
         src = {key: shared_src(self.name, name) for key, name in shared.names.items()}
-        payload["more"] = {"src": src["more"]}
+        payload["more"] = {"src": src["more"], "css": src["later_css"]}
         # "Your sentence": the designed model in JavaScript, its tables and its UI (own.py).
         model = inpage.page_part(lab.spec.model, (real or {}).get("inpage"))
-        payload["own"] = {"src": src["own"], "real_src": src["own_real"]}
+        payload["own"] = {"src": src["own"], "real_src": src["own_real"]}  # its styles come with spotlight-more.js, which it needs
         if "reason" in model:  # said as soon as the box opens
             payload["own"]["model"] = model
         else:  # where to load it and how close it is: loaded with own-real.js, off the first visit
+            if (real or {}).get("finder"):  # a sentence through the model opens on the finder's best head
+                model = {**model, "found": _found_heads(real["finder"])}
             name, files[name] = lazy_script("own-real-model.js", "ownRealModel", model)
             payload["own"]["model_src"] = name
         # The pattern view (every query of a head at once): its code, the shuffles and the closest
@@ -266,15 +268,34 @@ def _first_paint(head: dict, kind: str) -> dict:
     return {**{k: as_json(head[k]) for k in fields}, "bias": 1 if head.get("bias") else None}
 
 
+def _found_heads(reports: list[dict]) -> list[dict]:
+    """The head finder's heads, best first (those that beat both rules, then by held-out hit
+    rate): ``[{"head": "L<layer>H<head>", "relation"}]``. A learner's sentence through the model
+    opens on the first (own-ui.js, with the real model's page data); the Head list marks them from
+    the whole report, which loads with the model view (finder.js)."""
+    found = [f for f in reports if f["head"]]
+    found.sort(key=lambda f: (not f["beats_baseline"], -f["head"]["held_hit"], f["relation"]))
+    return [{"head": f"L{f['head']['layer']}H{f['head']['head']}", "relation": f["relation"]} for f in found]
+
+
 def _as_json(arrays: dict) -> dict:
     """``arrays`` with each list of numbers as the JSON text it carries (numbers.as_json)."""
     return {key: as_json(value) for key, value in arrays.items()}
 
 
 def _more_script() -> tuple[str, bytes]:
-    """static/later/spotlight-more.js, minified and fingerprinted: code the spotlight loads on demand."""
-    data = (minified(Path(__file__).parent / "static" / "later" / "spotlight-more.js") + "\n").encode()
+    """static/later/spotlight-more.js and spotlight-model.js (which adds to it), minified and
+    fingerprinted as one script: code the spotlight loads on demand."""
+    later = Path(__file__).parent / "static" / "later"
+    data = "".join(minified(later / name) + "\n" for name in ("spotlight-more.js", "spotlight-model.js")).encode()
     return fingerprint("spotlight-more.js", data), data
+
+
+def _later_style() -> tuple[str, bytes]:
+    """static/later/spotlight-later.css, minified and fingerprinted: the styles of what the later
+    code builds (the model view's grid, "your sentence"'s panel), loaded with it."""
+    style = (minified(Path(__file__).parent / "static" / "later" / "spotlight-later.css") + "\n").encode()
+    return fingerprint("spotlight-later.css", style), style
 
 
 @dataclass(frozen=True)
@@ -293,7 +314,8 @@ def _shared() -> _Shared:
 
     names: dict[str, str] = {}
     files: dict[str, bytes] = {}
-    parts = {"more": _more_script(), "own": own_script(), "own_real": own_real_script(), "pattern_css": pattern_style()}
+    parts = {"more": _more_script(), "own": own_script(), "own_real": own_real_script(), "pattern_css": pattern_style(),
+             "later_css": _later_style()}
     parts["sqrt"], parts["sqrt_css"] = demo_files(sqrt_numbers())
     for key, (name, data) in parts.items():
         names[key], files[name] = name, data

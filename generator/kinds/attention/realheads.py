@@ -79,9 +79,12 @@ class WordAttention:
     attention: np.ndarray  # [L, H, n, n]; rows sum to 1
 
 
-def piece_word_index(encoding: Encoding) -> tuple[list[str], list[bool], list[int]]:
-    """Words (as written), special flags and, per piece, its word index, for an encoding."""
-    words = [encoding.tokens[0], *encoding.source_words, encoding.tokens[-1]]
+def piece_word_index(encoding: Encoding, unk_token: str | None = None) -> tuple[list[str], list[bool], list[int]]:
+    """Words (as written), special flags and, per piece, its word index, for an encoding. A word
+    whose one piece is ``unk_token`` (an emoji, say) is that token: it is all the model read."""
+    read = [unk_token if unk_token is not None and [t for t, w in zip(encoding.tokens, encoding.word_ids) if w == i] == [unk_token]
+            else word for i, word in enumerate(encoding.source_words)]
+    words = [encoding.tokens[0], *read, encoding.tokens[-1]]
     special = [True] + [False] * len(encoding.source_words) + [True]
     last = len(words) - 1
     piece_words = [0 if i == 0 else last if w is None else w + 1 for i, w in enumerate(encoding.word_ids)]
@@ -109,7 +112,7 @@ def word_attention(model: BertModel, sentence: str) -> WordAttention:
     if not sentence.strip():
         raise BuildError("the sentence is empty")
     encoding, output = run_sentence(model, sentence)
-    words, special, piece_words = piece_word_index(encoding)
+    words, special, piece_words = piece_word_index(encoding, model.tokenizer.unk_token)
     return WordAttention(
         words=tuple(words),
         special=tuple(special),

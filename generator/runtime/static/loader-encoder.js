@@ -45,7 +45,7 @@
     for (var i = 0; i < ids.length; i++) {
       var id = ids[i];
       if (!(id >= 0 && id < manifest.spec.config.vocab_size && id === Math.floor(id))) {
-        throw new Error("Token id " + id + " is outside the model's vocabulary.");
+        throw L.failure("Token id " + id + " is outside the model's vocabulary.", "input");
       }
       var s = Math.floor(id / rows);
       if (!seen[s]) { seen[s] = true; out.push(s); }
@@ -138,6 +138,17 @@
         queue = result.catch(function () {});
         return result;
       },
+      // Every shard not here yet, so that no sentence needs a file again: onProgress(loaded, total)
+      // over their bytes (total: what is still missing), as load() reports.
+      loadAll: function (options) {
+        options = options || {};
+        var onProgress = options.onProgress || function () {}, rest = [], total = 0, loaded = 0;
+        manifest.shards.forEach(function (entry, s) { if (!have[s]) { rest.push(s); total += entry.size; } });
+        onProgress(0, total);
+        return ensureShards(rest, options.signal, function (entry) { loaded += entry.size; onProgress(loaded, total); });
+      },
+      // Whether every shard is here (loadAll() done): no sentence needs a file.
+      complete: function () { return manifest.shards.every(function (entry, s) { return have[s]; }); },
       close: function () { engine.close(); },
     };
   }

@@ -4,12 +4,13 @@
  * checks, Workers, slices); static/loader-encoder.js and static/loader-decoder.js, after it in the
  * runtime script, make each architecture's model.
  *
- *   Labs.runtime.describe(manifestSrc, {signal})     -> Promise<{totalBytes, model, architecture, …}>
+ *   Labs.runtime.describe(manifestSrc, {signal})     -> Promise<{totalBytes, restBytes, model, architecture, …}>
  *   Labs.runtime.tokenizer({manifestSrc, signal})    -> Promise<tokenizer>   (the tokenizer alone)
  *   Labs.runtime.load({manifestSrc, ids, onProgress, signal, worker}) -> Promise<model>
  * An encoder (BERT):
  *   model.tokenizer.encode(text) -> {tokens, ids, …}   (static/wordpiece.js)
  *   model.run(ids)  -> Promise<{ids, n, layers, heads, d, attentions, hidden}>
+ *   model.loadAll({onProgress, signal}) -> Promise   (every word's row: no new sentence needs a file)
  * A decoder (Llama, static/decoder.js; its tokenizer static/bpe.js):
  *   model.prefill(ids), model.step(id), model.next(), model.lens(position), model.attention(layer),
  *   model.generate(options, onToken), model.reset(), model.cache(), model.ids()
@@ -35,8 +36,16 @@
   function aborted(signal) {
     return signal && signal.reason !== undefined ? signal.reason : new DOMException("Loading the model was cancelled.", "AbortError");
   }
-  function missing(name) { return new Error("The model file " + name + " could not be loaded: it is missing or unreadable."); }
-  function corrupt(name, why) { return new Error("The model file " + name + " is corrupt (" + why + ")."); }
+  // An Error whose `code` says why ("offline", "missing", "corrupt", "memory") and `file` which
+  // file, so that a page can say it in its own words without naming files.
+  function failure(message, code, file) { var e = new Error(message); e.code = code; if (file) e.file = file; return e; }
+  // A page served over the network whose browser says it is offline: the connection is the cause.
+  function offline() { return /^https?:$/.test(location.protocol) && navigator.onLine === false; }
+  function missing(name) {
+    return offline() ? failure("The model file " + name + " could not be loaded: this device is offline.", "offline", name)
+      : failure("The model file " + name + " could not be loaded: it is missing or unreadable.", "missing", name);
+  }
+  function corrupt(name, why) { return failure("The model file " + name + " is corrupt (" + why + ").", "corrupt", name); }
 
   // A pause that lets the page paint and handle input: a task, not a microtask (no 4 ms clamp).
   var channel = null, waiting = [];
@@ -169,8 +178,9 @@
 
   runtime.describe = function (manifestSrc, options) {
     return readManifest(manifestSrc, options && options.signal).then(function (m) {
-      var manifest = m.manifest, tokenizer = manifest.tokenizer || manifest.vocab;
-      return { totalBytes: manifest.load_bytes, model: manifest.model, config: manifest.spec.config,
+      var manifest = m.manifest, tokenizer = manifest.tokenizer || manifest.vocab, rest = 0;
+      (manifest.shards || []).forEach(function (s) { rest += s.size; });  // an encoder's word shards: loaded as words need them
+      return { totalBytes: manifest.load_bytes, restBytes: rest, shardCount: (manifest.shards || []).length, shardRows: manifest.spec.shard_rows, model: manifest.model, config: manifest.spec.config,
         architecture: manifest.architecture || "bert", tokenizerBytes: tokenizer.size,
         licenseSrc: absolute(manifest.model.license_src, m.url) };
     });
@@ -292,7 +302,7 @@
 
   function allocate(bytes) {
     try { return new ArrayBuffer(bytes); } catch (error) {
-      throw new Error("There is not enough memory to load the model (" + Math.round(bytes / 1e6) + " MB).");
+      throw failure("There is not enough memory to load the model (" + Math.round(bytes / 1e6) + " MB).", "memory");
     }
   }
 
@@ -317,6 +327,6 @@
   // What static/loader-encoder.js and static/loader-decoder.js build on (and a later architecture
   // would): loading and checking data scripts, Workers, slices of main-thread work.
   runtime.loading = { SLICE_MS: SLICE_MS, PARALLEL: PARALLEL, absolute: absolute, aborted: aborted, nextTask: nextTask,
-    loadScript: loadScript, decodeInto: decodeInto, startWorker: startWorker, messenger: messenger, sliced: sliced,
+    loadScript: loadScript, decodeInto: decodeInto, failure: failure, startWorker: startWorker, messenger: messenger, sliced: sliced,
     eachLimited: eachLimited, loadWeights: loadWeights, allocate: allocate, follow: follow };
 })(window);

@@ -35,16 +35,42 @@
     });
   }
 
+  /** A link on a sentence that wraps (geo.wrapped): from and to are [x, top, bottom] of the two words.
+      In one row, an arc above it at most `lift` high; to another row, from the nearer edge of the
+      query down (or up) to the key's near edge; a cross sentence's keys sit below its queries. */
+  function wrappedPath(a, b, self, cross, lift) {
+    if (self) return linkPath(a[0], a[0], false, true, a[1]); // the loop over the word, as on one line
+    const x1 = a[0].toFixed(1), x2 = b[0].toFixed(1), down = cross || b[1] > a[1];
+    if (!cross && Math.abs(a[1] - b[1]) < 2) {
+      const top = (a[1] - Math.min(lift, 10 + Math.abs(b[0] - a[0]) * 0.2) * 4 / 3).toFixed(1);
+      return `M${x1} ${a[1]}C${x1} ${top} ${x2} ${top} ${x2} ${b[1]}`;
+    }
+    const y1 = down ? a[2] : a[1], y2 = down ? b[1] : b[2], m = ((y1 + y2) / 2).toFixed(1);
+    return `M${x1} ${y1}C${x1} ${m} ${x2} ${m} ${x2} ${y2}`;
+  }
+
   /** The links from the query (view v: its q, weights, masked and hidden keys) to its keys, on the
-      paths made for them; geo: the words' centres (qc, kc) and the arcs' height (arcH). A link's
-      width and opacity grow with its weight; a masked, hidden or near-zero one is not drawn. */
+      paths made for them; geo: the words' centres (qc, kc: [x, top, bottom]) and the arcs' height
+      (arcH), or on a wrapped sentence the room for an arc between rows (lift). A link's width and
+      opacity grow with its weight; a masked, hidden or near-zero one is not drawn. */
   function links(paths, v, geo) {
     const from = geo.qc[v.q];
     paths.forEach((p, j) => {
       const to = geo.kc[j], w = v.weights[j], show = from && to && !v.masked[j] && !v.hidden[j] && w > 0.004;
-      set(p, "d", show ? linkPath(from[0], to[0], v.cross, !v.cross && j === v.q, geo.arcH) : "");
+      const self = !v.cross && j === v.q;
+      set(p, "d", !show ? "" : geo.wrapped ? wrappedPath(from, to, self, v.cross, geo.lift) : linkPath(from[0], to[0], v.cross, self, geo.arcH));
       set(p, "stroke-width", (0.75 + 11 * w).toFixed(2));
       set(p, "opacity", Math.min(1, 0.12 + 1.6 * w).toFixed(3));
+    });
+  }
+
+  /** On a wrapped sentence, each key's percentage under its word (texts: one <text> per key), so
+      every weight reads on screen whatever row it is in; none for a masked or hidden key. */
+  function labels(texts, v, geo) {
+    texts.forEach((t, j) => {
+      const at = geo.wrapped && geo.kc[j], text = at && !v.masked[j] && !v.hidden[j] ? v.pct[j] + "%" : "";
+      t.textContent = text;
+      if (at) set(t, "x", at[0]), set(t, "y", at[2] + 13);
     });
   }
 
@@ -76,5 +102,5 @@
         (causal ? ` The causal mask keeps ${nq * (nq + 1) / 2} of them; the rest are never used.` : "");
   }
 
-  ((window.Labs ||= {}).code ||= {}).spotlightDraw = Object.freeze({ top, linkPath, links, bars, readout, cost });
+  ((window.Labs ||= {}).code ||= {}).spotlightDraw = Object.freeze({ top, linkPath, wrappedPath, links, labels, bars, readout, cost });
 })();

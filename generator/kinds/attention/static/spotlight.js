@@ -58,7 +58,10 @@
       for (const m of data.heads) Object.assign(m, got.headDetails.heads[m.id]);
       data.residual_dims = got.headDetails.residual_dims;
     }),
-    spotlightMore: file(data.more?.src, "the step-by-step numbers", "try", () => code.spotlightMore, () => { more = code.spotlightMore; }),
+    spotlightMore: file(data.more?.src, "the step-by-step numbers", "try", () => code.spotlightMore, () => {
+      more = code.spotlightMore;
+      u.load(data.more.css).catch(() => {}); // the model view's styles (without them it still reads)
+    }),
     // Later modules: each gets the door and its own files once its script has run. One that sets
     // "your sentence" needs spotlight-more.js, which checks the sentence.
     own: file(data.own?.src, "the sentence tool", "try", () => code.own, () => begin(code.own, data.own), "spotlightMore"),
@@ -148,7 +151,7 @@
 
   // pushState costs as much as the repaint itself, so the URL is written just after it, once
   // per burst of changes (a new history entry if any change in the burst asked for one).
-  let hashTimer = 0, hashReplace = true, lastKey = 0;
+  let hashTimer = 0, hashReplace = true;
   function scheduleHash(replace) {
     hashReplace = hashTimer ? hashReplace && replace : replace;
     clearTimeout(hashTimer);
@@ -161,15 +164,17 @@
     });
   }
 
-  /** Change the state from a learner's action; arrow keys held down (`byKey`) make one history entry, not dozens. */
-  function update(patch, byKey) {
+  /** Change the state from a learner's action. A new sentence is a history entry (Back returns to
+      the one before); a word, a head or a switch replaces the entry, so Back never walks through clicks. */
+  function update(patch) {
     moves++;
-    const next = valid({ ...state, ...patch }), changed = hashOf(next) !== hashOf(state), now = Date.now();
+    const next = valid({ ...state, ...patch }), changed = hashOf(next) !== hashOf(state);
+    const fresh = next.s !== state.s || next.own !== state.own; // another sentence
     state = next;
+    if (fresh) root.querySelector(".sl-notice")?.remove(); // what the stage said (own-ui.js) was about the sentence before
     render();
     if (!changed) return;
-    scheduleHash(byKey && now - lastKey < 1000);
-    lastKey = byKey ? now : 0;
+    scheduleHash(!fresh);
     announce();
   }
 
@@ -207,7 +212,7 @@
 
   /* ---------- structure: rebuilt when the sentence or the token set changes ---------- */
 
-  let built = "", geo = {}, qButtons = [], kWords = [], rows = [], paths = [], minis = [], cells = [];
+  let built = "", geo = {}, qButtons = [], kWords = [], rows = [], paths = [], texts = [], minis = [], cells = [];
   const button = (attrs, kids) => h("button", { type: "button", ...attrs }, kids);
   const option = (value, text) => h("option", { value }, [text]);
 
@@ -230,10 +235,11 @@
     el.qLabel.textContent = cross ? "Queries — click a word" : "Click a word to make it the query";
     el.kLabel.textContent = "Keys and values: " + (S.key_label || "the other sentence");
 
-    // One link per key, and one readout row.
+    // One link per key, its percentage under it when the sentence wraps, and one readout row.
     paths = v.keys.map(() => h("path", null, null, u.SVG));
-    el.arcs.querySelector(".sl-links").replaceChildren(...(cross ? [] : paths));
-    el.band.querySelector(".sl-links").replaceChildren(...(cross ? paths : []));
+    texts = v.keys.map(() => h("text", null, null, u.SVG));
+    el.arcs.querySelector(".sl-links").replaceChildren(...(cross ? [] : [...paths, ...texts]));
+    el.band.querySelector(".sl-links").replaceChildren(...(cross ? [...paths, ...texts] : []));
     rows = v.keys.map((w, j) => {
       const r = { pct: h("td", { class: "sl-pct" }), fill: h("span"), tag: h("span", { class: "sl-tag" }) };
       r.tr = h("tr", { "data-index": j, hidden: v.hidden[j] }, [h("th", { scope: "row" }, [w, " ", r.tag]), r.pct, // " ": "mat itself", not "matitself"
@@ -288,28 +294,15 @@
     el.multiples.replaceChildren(...minis.map(m => m.button));
   }
 
-  /** The model view's 72 thumbnails, and the head finder's report once its script is here. */
+  /** The model view's 72 thumbnails (spotlight-more.js makes them, as it draws them), and the head finder's report once its script is here. */
   function buildModel() {
-    const grid = [];
-    for (let L = 0; L < real.layers; L++) {
-      grid.push(h("span", { "aria-hidden": "true" }, ["L" + L]));
-      for (let H = 0; H < real.heads; H++) {
-        const id = `L${L}H${H}`, name = `layer ${L}, head ${H}`, canvas = h("canvas", { "aria-hidden": "true" });
-        cells.push({ id, L, H, canvas, button: button({ class: "sl-cell", "data-head": id, "aria-label": name, "aria-pressed": id === state.h,
-          tabindex: cells.length ? -1 : 0 }, [canvas]) });
-        grid.push(cells.at(-1).button);
-      }
-    }
+    if (!more) return withScript("spotlightMore", () => cells.length || render(built = ""), true); // built again, with it
     el.grid.style.setProperty("--heads", real.heads);
-    el.grid.replaceChildren(...grid);
+    el.grid.replaceChildren(...more.grid(real, state.h, cells));
     gridDrawn = "";
-    if (real.finder_src) withScript("headFinder", () => withScript("spotlightMore", fillFinder, true), true);
+    if (real.finder_src) withScript("headFinder", fillFinder, true);
   }
-  function fillFinder() {
-    if (el.finder.firstChild) return;
-    el.finder.replaceChildren(...more.finder(got.headFinder, sid => sentences.get(sid)?.label || sid));
-    if (!el.finder.previousElementSibling.matches(".sl-hint")) el.finder.before(more.finderIntro());
-  }
+  const fillFinder = () => more.fillFinder(el, got.headFinder, sid => sentences.get(sid)?.label || sid);
 
   /** Build a part the first time it is wanted, then show it. */
   function want(part) {
@@ -329,18 +322,25 @@
   /* ---------- measure: geometry, read once per structure or resize ---------- */
 
   function measure() {
-    const cross = root.classList.contains("is-cross");
-    // Reads first.
+    const cross = root.classList.contains("is-cross"), line = el.queries.parentNode;
+    // A sentence wider than the stage wraps, and its links run between rows: every word, and
+    // every weight, on screen. A word's width does not depend on that, so it is read first.
+    const qs = getComputedStyle(el.queries), gap = parseFloat(qs.columnGap) || 0; // live: read again once wrapped
+    const natural = words => words.reduce((a, b) => a + (b.hidden ? 0 : b.offsetWidth + gap), -gap);
+    const wrapped = Math.max(natural(qButtons), cross ? natural(kWords) : 0) > line.clientWidth + 1;
+    root.classList.toggle("is-wrapped", wrapped); // the one write before the reads: a build or a resize, never a click
     const rowW = el.queries.clientWidth, dpr = Math.min(devicePixelRatio || 1, 2), cs = getComputedStyle(root);
-    const centre = b => !b.hidden && [b.offsetLeft + b.offsetWidth / 2, b.offsetTop];
-    const qc = qButtons.map(centre), kc = cross ? kWords.map(centre) : qc;
-    const miniW = minis.map(m => m.canvas.clientWidth);
+    // Each word's [centre x, top, bottom]: over the row (one line), or over the whole line (wrapped).
+    const at = (b, row, y = (wrapped ? row.offsetTop : 0) + b.offsetTop) => !b.hidden &&
+      [(wrapped ? row.offsetLeft : 0) + b.offsetLeft + b.offsetWidth / 2, y, y + b.offsetHeight];
+    const qc = qButtons.map(b => at(b, el.queries)), kc = cross ? kWords.map(b => at(b, el.keys)) : qc;
+    const miniW = minis.map(m => m.canvas.clientWidth), box = [line.clientWidth, line.clientHeight];
+    const lift = (parseFloat(qs.rowGap) || 0) - 18;
     // Then writes.
-    const arcH = Math.round(Math.min(120, Math.max(48, rowW * 0.11))), svgH = cross ? 72 : arcH;
-    // A sentence is one line that scrolls sideways (.sl-line), never wrapped: its links always show.
-    geo = { qc, kc, arcH, dpr, lineW: el.queries.parentNode.clientWidth, colors: ["--accent", "--surface-2", "--focus"].map(p => cs.getPropertyValue(p).trim()) };
+    const arcH = Math.round(Math.min(120, Math.max(48, rowW * 0.11))), svgH = wrapped ? box[1] : cross ? 72 : arcH;
+    geo = { qc, kc, arcH, dpr, wrapped, lift, lineW: box[0], colors: ["--accent", "--surface-2", "--focus"].map(p => cs.getPropertyValue(p).trim()) };
     const svg = cross ? el.band : el.arcs;
-    svg.setAttribute("viewBox", `0 0 ${Math.max(1, rowW)} ${svgH}`);
+    svg.setAttribute("viewBox", `0 0 ${Math.max(1, wrapped ? box[0] : rowW)} ${svgH}`);
     svg.setAttribute("height", svgH);
     minis.forEach((m, i) => { m.canvas.width = Math.max(1, Math.round(miniW[i] * dpr)); m.canvas.height = Math.round(18 * dpr); });
     gridDrawn = "";
@@ -398,10 +398,11 @@
     });
     kWords.forEach((w, j) => w.style.setProperty("--w", v.masked[j] ? 0 : v.weights[j]));
     const from = geo.qc[q];
-    // The query in view on its line: at the next frame, when the layout these writes need is done
-    // anyway (a scrollLeft write here would force one more layout inside every click).
-    if (from) lineAt = from[0] - geo.lineW / 2, lineFrame ||= requestAnimationFrame(() => { lineFrame = 0; el.queries.parentNode.scrollLeft = lineAt; });
+    // The query in view on a line that scrolls (one word wider than the stage): at the next frame,
+    // when the layout these writes need is done anyway (a scrollLeft write here would force one more).
+    if (from && !geo.wrapped) lineAt = from[0] - geo.lineW / 2, lineFrame ||= requestAnimationFrame(() => { lineFrame = 0; el.queries.parentNode.scrollLeft = lineAt; });
     draw.links(paths, v, geo);
+    draw.labels(texts, v, geo);
 
     // Notes under the sentence.
     const notes = [v.real ? said.note : S.note];
@@ -475,24 +476,11 @@
     const sig = `${state.s}|${rq}|${px}`;
     if (sig === gridDrawn) return;
     gridDrawn = sig;
-    for (const c of cells) {
-      c.canvas.width = c.canvas.height = px;
-      draw.bars(c.canvas, R.attention[c.L][c.H][rq].map(x => x / 1000), rq, geo.colors);
-    }
+    more.drawGrid(cells, R, rq, px, geo.colors, draw.bars);
   }
 
-  /* Map a query between the teaching words and the model's tokens ([CLS] the cat … [SEP]):
-     each word goes to its first word piece ("didn't" → didn ' t). */
-  function alignment(sid) {
-    const { words, special } = realOf(sid), map = [];
-    let p = 0;
-    for (const w of sentences.get(sid).queries) {
-      while (p < words.length - 1 && special[p]) p++;
-      map.push(p);
-      for (let got = ""; p < words.length && !special[p] && got.length < w.length;) got += words[p++].replace(/^##/, "");
-    }
-    return map;
-  }
+  // Only with the model's attention here, so with spotlight-more.js too (its files need it).
+  const alignment = sid => more.align(sentences.get(sid).queries, realOf(sid));
   const toReal = q => alignment(state.s)[q];
   const toTeach = rq => Math.max(0, alignment(state.s).filter(p => p <= rq).length - 1);
 
@@ -509,7 +497,7 @@
     const b = ev.target.closest(".word");
     if (b) update({ q: +b.dataset.index });
   });
-  u.roving(el.queries, ".word", item => update({ q: +item.dataset.index }, true));
+  u.roving(el.queries, ".word", item => update({ q: +item.dataset.index }));
   el.sentence.addEventListener("change", () => {
     const s = el.sentence.value;
     withSentence(s, () => {
@@ -580,8 +568,7 @@
       const r = el.stage.getBoundingClientRect();
       if (r.top < 0 || r.bottom > innerHeight) root.scrollIntoView({ behavior: u.reducedMotion.matches ? "auto" : "smooth" });
     });
-  }
-  addEventListener("popstate", () => fromLocation());
+  }  addEventListener("popstate", () => fromLocation());
   addEventListener("hashchange", () => fromLocation(true));
 
   let pending = 0;

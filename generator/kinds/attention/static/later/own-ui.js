@@ -5,8 +5,8 @@
    restore(hash) → the sentence, for a link or Back/Forward to #s=own&…&t=<text>[&src=<source>][&c=1].
    With "the real model" chosen, the sentence goes through MiniLM in the page (own-real.js, loaded
    on that choice) and its hash is #s=own&…&t=<text>&m=real. A link or reload with m=real fills the
-   box and picks the real model; the model itself loads when the learner presses Show it (nothing
-   heavy loads unasked), at once if it is loaded already. */
+   box, picks the real model and says in the stage that Show it loads it (nothing heavy loads
+   unasked); at once if it is loaded already. A sentence shown is brought into view (reveal). */
 (() => {
   "use strict";
   const Labs = window.Labs, M = Labs.code.ownModel, T = Labs.data.ownTables, h = (...a) => Labs.util.h(...a);
@@ -43,6 +43,7 @@
     const why = files.model?.reason;
     if (why) { // the page offers no real model: say why, once, where the choice is
       ui.ownReal.disabled = true;
+      ui.ownDesigned.checked = true;
       ui.ownLoad.replaceChildren(h("p", { class: "sl-hint" }, [`The real model is not offered here: ${why}.`]));
       ui.ownLoad.hidden = false;
     }
@@ -64,12 +65,13 @@
   /** own-real.js (Labs.code.ownReal), loaded and started once. */
   function real() {
     realP ||= Promise.all([Labs.util.load(files.real_src), Labs.util.load(files.model_src)]).then(() => {
-      Labs.code.ownReal.start(Labs.data.ownRealModel, ui.ownLoad, say);
+      Labs.code.ownReal.start(Labs.data.ownRealModel, ui.ownLoad, say, door.el.ownGo);
       return Labs.code.ownReal;
     });
     realP.catch(() => {
       realP = null;
-      say("Could not load the real model's page code. Check the connection, then pick it again.");
+      say(navigator.onLine ? "Could not load the real model's page code: the site did not send it. Pick it again, or reload the page."
+        : "You are offline, so the real model's page code could not be loaded. Once you are back online, pick it again.");
     });
     return realP;
   }
@@ -87,9 +89,14 @@
     msg.classList.toggle("is-error", !!text && !progress);
   }
 
-  /** The problems of a parse, as the learner reads them (at most three). */
-  const problemsText = (what, problems) => problems.slice(0, 3).map(p => `${what}: ${p.message}.`).join(" ") +
-    (problems.length > 3 ? ` (${problems.length - 3} more.)` : "");
+  /** The problems of a parse, as the learner reads them (at most three); words the model cannot
+      read (emoji, say) are one problem, said once of them all. */
+  function problemsText(what, problems) {
+    const UNREADABLE = /^“([^”]*)” is not a word the model can read/, unreadable = problems.filter(p => UNREADABLE.test(p.message));
+    const said = problems.filter(p => p === unreadable[0] || !unreadable.includes(p)).map(p => p !== unreadable[0] || unreadable.length < 2
+      ? p.message : p.message.replace(UNREADABLE, unreadable.map(x => `“${UNREADABLE.exec(x.message)[1]}”`).join(", ") + " are not words the model can read"));
+    return said.slice(0, 3).map(m => `${what}: ${m}.`).join(" ") + (said.length > 3 ? ` (${said.length - 3} more.)` : "");
+  }
 
   /** `text` (and `source`) computed as a sentence for the spotlight; null (and a message) if it cannot be read. */
   function compute(text, source, causal) {
@@ -162,22 +169,29 @@
       if (!S) return;
       const st = door.state();
       door.setOwnSentence(S, { q: st.s === "own" && st.q < S.queries.length ? st.q : 0 });
+      reveal();
       drawChips();
     } catch (err) {
       say(`This sentence could not be computed (${err.message}).`);
     }
   }
 
-  /** The sentence through the real model, shown once it is computed (a later learner action wins). */
+  /** The sentence through the real model, shown once it is computed (a later learner action wins):
+      on the head and word a link names (view: {h, q}), else where the spotlight opens it (the head
+      finder's best head). */
   let asked = 0;
-  function submitReal(text) {
+  function submitReal(text, view) {
     const mine = ++asked;
-    if (text.length > LIMIT_CHARS) return say(`That is ${text.length.toLocaleString("en")} characters: try a shorter sentence.`);
+    if (text.length > LIMIT_CHARS) return Promise.resolve(say(`That is ${text.length.toLocaleString("en")} characters: try a shorter sentence.`));
     return real().then(R => R.sentence(text, M.maxWords)).then(S => {
-      if (!S || mine !== asked) return;
-      const st = door.state();
-      // q counts [CLS] in a real sentence: its first word is 1
-      door.setOwnSentence(S, { q: st.s === "own" && st.q < S.real.words.length ? st.q : 1 });
+      if (mine !== asked) return;
+      if (!S) { // said why; a sentence still on screen is the one before
+        if (door.state().s === "own") msg.textContent += " The spotlight still shows your previous sentence.";
+        return;
+      }
+      // The model's attention alone: on the head finder's best head, on a word that shows it, unless a link names the view.
+      door.setOwnSentence(S, view || Labs.code.spotlightMore.opening(S.real, Labs.data.ownRealModel.found));
+      reveal();
     }, () => {});
   }
 
@@ -190,8 +204,8 @@
     if (p.get("m") === "real" && !ui.ownReal.disabled) {
       ui.ownReal.checked = true;
       choose();
-      real().then(R => R.loaded() ? submitReal(text)
-        : say("This link shows your sentence through the real model: press Show it to load the model and see it.", true), () => {});
+      const view = /^L\d+H\d+$/.test(p.get("h")) && /^\d+$/.test(p.get("q")) ? { h: p.get("h"), q: +p.get("q") } : null;
+      real().then(R => R.loaded() ? submitReal(text, view) : ask(R, text, view), () => {});
       return null; // set through the door once computed
     }
     ui.ownDesigned.checked = true;
@@ -207,6 +221,44 @@
       say(`This sentence could not be computed (${err.message}).`);
       return null;
     }
+  }
+
+  /** The stage into view once the sentence is drawn: from the top of the spotlight if the stage then
+      fits the screen, else from the stage's top (a long sentence on a phone). */
+  function reveal() {
+    const { stage } = door.el, root = stage.closest(".spotlight");
+    requestAnimationFrame(() => {
+      const r = stage.getBoundingClientRect(), from = root.getBoundingClientRect().top;
+      if (r.top < 0 || r.bottom > innerHeight) (r.bottom - from <= innerHeight ? root : stage).scrollIntoView({ behavior: Labs.util.reducedMotion.matches ? "auto" : "smooth" });
+    });
+  }
+  /** A message at the top of the stage, where the learner looks; the spotlight removes it when the sentence changes. */
+  function notice(nodes) {
+    door.el.stage.querySelector(".sl-notice")?.remove();
+    door.el.stage.prepend(h("div", { class: "sl-notice", id: "sl-notice", role: "status" }, nodes));
+  }
+
+  /** A link to a sentence through the real model, before the model is loaded: the stage says so,
+      where the learner looks, with a button that loads it (then Cancel), and the download's progress. */
+  function ask(R, text, view) {
+    const line = h("span"), go = h("button", { type: "button", class: "btn" }, ["Show it"]);
+    const said = () => `This link shows “${text.length > 60 ? text.slice(0, 59) + "…" : text}” through the real model, ` +
+      `which loads when you ask: ${R.size()} the first time.`;
+    const watching = (loaded, total) => { line.textContent = `Loading the real model: ${(loaded / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB…`; };
+    line.textContent = said();
+    go.addEventListener("click", () => {
+      if (go.textContent === "Cancel") return R.stop();
+      go.textContent = "Cancel";
+      R.watch(watching);
+      submitReal(text, view).finally(() => {
+        R.watch(watching, false);
+        go.textContent = "Show it";
+        if (door.state().s !== "own" || door.state().own !== new URLSearchParams({ t: text, m: "real" }).toString()) {
+          line.textContent = msg.textContent || said(); // not shown: why, in the stage too
+        }
+      });
+    });
+    notice([line, " ", go]);
   }
 
   Labs.code.own = { start, submit, restore };

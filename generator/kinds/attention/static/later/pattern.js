@@ -10,7 +10,7 @@
   "use strict";
   const Labs = window.Labs, P = Labs.data.pattern, u = Labs.util, { h } = u;
   const pc = x => Math.round(x * 100) + "%", pc1 = x => (x * 100).toFixed(1) + "%";
-  let door = null, el = null, built = "", shuffled = false, tables = [], at = null, hint = null;
+  let door = null, el = null, built = "", shuffled = false, perRow = false, tables = [], at = null, hint = null, width = 0, summaryOf = -1;
 
   function start(d, files) {
     door = d;
@@ -21,6 +21,13 @@
       const b = ev.target.closest("[data-q]");
       if (b?.matches("button")) door.update({ q: +b.dataset.q });
       if (ev.target.closest(".sl-pat-shuffle")) { shuffled = !shuffled; built = ""; paint(door.view()); }
+    });
+    body.addEventListener("change", ev => {
+      if (!ev.target.matches(".sl-pat-rows")) return;
+      perRow = ev.target.checked;
+      built = "";
+      paint(door.view());
+      el.patternBody.querySelector(".sl-pat-rows")?.focus(); // the switch was drawn again
     });
     body.addEventListener("keydown", onKey);
     for (const type of ["pointerover", "focusin"]) body.addEventListener(type, ev => say(ev.target.closest("td[data-c]")));
@@ -57,24 +64,30 @@
 
   /* ---------- building ---------- */
 
-  function table(g, q) {
+  function table(g) {
+    const byQ = new Map(); // query index → its row's button
     const caption = h("caption", null, [g.caption]);
     const head = h("tr", null, [h("td", { class: "sl-pat-corner" }, [h("span", { class: "visually-hidden" }, ["Query, then keys"])]),
       ...g.cols.map(k => h("th", { scope: "col" }, [h("span", null, [k])]))]);
     const rows = g.rows.map((r, a) => {
+      const top = Math.max(...r.cells.map(c => c.masked ? 0 : c.w)); // the row's largest weight: full colour on the per-row scale
       const cells = r.cells.map((c, b) => {
         const td = h("td", { "data-r": a, "data-c": b, tabindex: -1, class: c.masked ? "is-masked" : null },
           [h("span", { class: "visually-hidden" }, [c.masked ? "masked" : c.pct + "%"])]);
-        if (!c.masked) td.style.setProperty("--w", Math.min(1, c.w));
+        if (!c.masked) td.style.setProperty("--w", Math.min(1, perRow ? c.w / (top || 1) : c.w));
         td.pattern = [r.word, g.cols[b], c];
         return td;
       });
-      return h("tr", null, [h("th", { scope: "row" }, [h("button", { type: "button", class: "sl-pat-q", "data-q": r.q, "data-r": a,
-        "data-c": -1, tabindex: -1, "aria-pressed": "false" }, [r.word])]), ...cells]);
+      const q = h("button", { type: "button", class: "sl-pat-q", "data-q": r.q, "data-r": a, "data-c": -1, tabindex: -1, "aria-pressed": "false" }, [r.word]);
+      byQ.set(r.q, q);
+      return h("tr", null, [h("th", { scope: "row" }, [q]), ...cells]);
     });
     const t = h("table", { class: "sl-pat" }, [caption, h("thead", null, [head]), h("tbody", null, rows)]);
-    const box = h("div", { class: "sl-pat-box" }, [t]);
-    t.grid = { rows: g.rows.length, cols: g.cols.length };
+    // The query's row is outlined by one mark laid over the table (outside the box that scrolls), moved
+    // on a click: nothing in the table changes, so the browser keeps its painting (1,764 cells for 42 words).
+    const mark = h("div", { class: "sl-pat-mark", "aria-hidden": "true", hidden: "" });
+    const box = h("div", { class: "sl-pat-frame" }, [h("div", { class: "sl-pat-box" }, [t]), mark]);
+    t.grid = { rows: g.rows.length, cols: g.cols.length, byQ, on: null, mark, boxes: [] };
     tables.push(t);
     return box;
   }
@@ -88,11 +101,15 @@
       : S.kind === "causal" && !v.real ? "The empty triangle above the diagonal is the causal mask: no word sees a word after it." : "";
     kids.push(h("p", { class: "sl-hint" }, ["Each row is one word as the query, each column a key it can look at; the stronger the " +
       "orange of a cell, the more weight (scale below), and every row adds up to 100%. Point at or focus a cell for its percentage; press a word on the left " +
-      "(or Enter on a cell) to make that word the query. " + what]));
-    // The colour scale, drawn with the cells' own mix, so it is true in light and in dark.
-    kids.push(h("p", { class: "sl-pat-scale" }, [h("span", null, ["0%"]),
-      h("span", { class: "sl-pat-ramp", role: "img", "aria-label": "Colour scale: from the background at 0% to full orange at 100%" }, []),
-      h("span", null, ["100% of a row"])]));
+      "(or Enter on a cell) to make that word the query. " + what + (v.real && !perRow ? " A real head spreads its weight " +
+      "thinly, so most cells are pale on this scale: shade each row by its own largest weight to see where each word looks." : "")]));
+    // The colour scale, drawn with the cells' own mix, so it is true in light and in dark; per row, full colour is each row's largest weight.
+    const ends = perRow ? ["0%", "the row's largest weight"] : ["0%", "100% of a row"];
+    kids.push(h("div", { class: "sl-pat-scale" }, [h("span", null, [ends[0]]),
+      h("span", { class: "sl-pat-ramp", role: "img", "aria-label": `Colour scale: from the background at ${ends[0]} to full orange at ${ends[1]}` }, []),
+      h("span", null, [ends[1]]),
+      h("span", { class: "sl-field sl-switch" }, [h("input", { type: "checkbox", role: "switch", id: "sl-pat-rows", class: "sl-pat-rows",
+        checked: perRow ? "" : null, "aria-checked": String(perRow) }), h("label", { for: "sl-pat-rows" }, ["Shade each row by its largest weight"])])]));
     if (X) kids.push(h("p", null, [h("button", { type: "button", class: "btn sl-pat-shuffle", "aria-pressed": String(shuffled) },
       ["Shuffle the words"]), " ", h("span", { class: "sl-hint" }, ["What is position for? Shuffle and see which heads notice."])]));
     else if (!v.real) kids.push(h("p", { class: "sl-hint" }, ["The shuffle is computed for the lab's own self-attention sentences " +
@@ -112,6 +129,7 @@
 
   /** What the shuffle did to each head, for the current query word. */
   function summary(S, X, q) {
+    summaryOf = q;
     const order = X.order, slot = order.indexOf(q), word = `“${S.queries[q]}”`;
     const top = row => row.reduce((b, w, j) => w > row[b] ? j : b, 0);
     const items = door.info.heads.filter(m => X.heads[m.id]).map(m => {
@@ -161,20 +179,41 @@
     const focus = el.patternBody.contains(document.activeElement) && document.activeElement;
     const again = focus && (focus.matches(".sl-pat-shuffle") ? ".sl-pat-shuffle"
       : focus.dataset.r !== undefined && [tables.indexOf(focus.closest("table")), focus.dataset.r, focus.dataset.c]);
-    if (sig !== built) { build(v); built = sig; }
-    for (const t of tables) {
-      let stop = null;
-      for (const b of t.querySelectorAll(".sl-pat-q")) {
-        const on = +b.dataset.q === v.q;
-        b.setAttribute("aria-pressed", on);
-        b.closest("tr").classList.toggle("is-query", on);
-        if (on) stop = b;
-      }
+    const fresh = sig !== built || !el.patternBody.firstChild; // a new grid: whether it scrolls is measured once
+    if (fresh) { build(v); built = sig; }
+    for (const t of tables) { // the query's button is pressed, the mark moves to its row: nothing else changes
+      const stop = t.grid.byQ.get(v.q) || null;
+      if (stop === t.grid.on) continue;
+      for (const [b, on] of [[t.grid.on, false], [stop, true]]) b?.setAttribute("aria-pressed", on);
+      t.grid.on = stop;
+      place(t);
       if (!t.querySelector('[tabindex="0"]')) (stop || t.querySelector(".sl-pat-q")).tabIndex = 0;
     }
     if (typeof again === "string") el.patternBody.querySelector(again)?.focus();
     else if (again && !el.patternBody.contains(document.activeElement)) move(tables[again[0]], +again[1], +again[2]);
-    if (tables.length) requestAnimationFrame(() => { hint.hidden = tables.every(t => t.parentNode.scrollWidth <= t.parentNode.clientWidth + 1); });
+    if (shuffled && !fresh && summaryOf !== v.q) el.patternBody.querySelector(".sl-pat-sum")?.replaceWith(summary(v.S, P.shuffle[v.S.id], v.q));
+    if ((fresh || width !== innerWidth) && tables.length) requestAnimationFrame(measure);
+  }
+
+  /** Once per grid (and per window width): whether it scrolls sideways, and where its rows are. */
+  function measure() {
+    width = innerWidth;
+    hint.hidden = tables.every(t => t.parentNode.scrollWidth <= t.parentNode.clientWidth + 1);
+    for (const t of tables) {
+      const box = t.parentNode; // the row as far as the box shows it, whatever its sideways scroll
+      t.grid.boxes = [...t.tBodies[0].rows].map(tr => [box.offsetLeft, box.offsetTop + t.offsetTop + tr.offsetTop,
+        Math.min(box.clientWidth, t.offsetLeft + tr.offsetWidth), tr.offsetHeight]);
+      place(t);
+    }
+  }
+  /** The mark over the query's row: its place only (a transform), drawn by the compositor. */
+  function place(t) {
+    const at = t.grid.boxes[+t.grid.on?.dataset.r], m = t.grid.mark;
+    if (m.hidden !== !at) m.hidden = !at;
+    if (!at) return;
+    const size = [at[2] + "px", at[3] + "px"];
+    if (m.style.width !== size[0] || m.style.height !== size[1]) [m.style.width, m.style.height] = size;
+    m.style.transform = `translate(${at[0]}px, ${at[1]}px)`;
   }
 
   /* ---------- keyboard: arrows between cells and rows, one Tab stop per grid ---------- */

@@ -5,7 +5,7 @@
    return nodes, a figure or a sentence and change nothing of the spotlight's.
    Labs.code.spotlightMore = { hood(view, step), figure(view, caption, label), download(view, caption, type, done),
      realHead(view, model), modelIntro(model, read, inBrowser), finder(reports, label), finderIntro(),
-     ownSentence(sentence, pageHeads, model) } */
+     ownSentence(sentence, pageHeads, model) }, and the model view's parts (spotlight-model.js, bundled after it). */
 (() => {
   "use strict";
   const u = window.Labs.util, { h, fmt, sum } = u;

@@ -1,1 +1,2 @@
 /* code: kinds/attention/static/later/spotlight-more.js */
+/* code: kinds/attention/static/later/spotlight-model.js */
