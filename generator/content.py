@@ -32,6 +32,7 @@ from generator.prose.slug import SLUG_RE, slugify
 from generator.quiz import read_quiz
 from generator.model import Card, Content, FaqItem, Lab, LegendItem, Quiz, Section, Site, Topic, quiz_storage_key
 from generator.filepolicy import file_problem, walk_files
+from generator.hostheaders import ANCESTOR_RE, ANY_ORIGIN
 from generator.source import Reader, YamlDoc, load_yaml, read_text
 
 _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?")
@@ -47,6 +48,28 @@ def valid_base_url(url: str) -> bool:
     scheme, _, rest = url.partition("://")
     host = rest.split("/", 1)[0]
     return scheme in ("http", "https") and bool(_HOST.fullmatch(host))
+
+
+def _frame_ancestors(r: Reader) -> tuple[str, ...]:
+    """site.yaml's ``embed: frame_ancestors``: the origins that may frame a lab's embed page
+    (default: any). Each is ``*``, ``'self'``, ``'none'`` or an origin such as
+    ``https://moodle.example.edu`` or ``https://*.example.edu:8443``."""
+    if r.value(("embed",)) is None or r.mapping(("embed",), optional=("frame_ancestors",)) is None:
+        return ANY_ORIGIN
+    if r.value(("embed", "frame_ancestors")) is None:
+        return ANY_ORIGIN
+    found: list[str] = []
+    for i, _ in enumerate(r.sequence(("embed", "frame_ancestors")) or []):
+        source = r.string(("embed", "frame_ancestors", i), multiline=False)
+        if source is None:
+            continue
+        if not ANCESTOR_RE.match(source.lower() if source.startswith("http") else source):
+            r.error(("embed", "frame_ancestors", i),
+                    f"frame_ancestors entry {source!r} must be *, 'self', 'none' or an origin such as "
+                    "https://moodle.example.edu (a scheme and a host, an optional port, no path)")
+        elif source not in found:
+            found.append(source)
+    return tuple(found) or ANY_ORIGIN
 
 
 def valid_language(tag: str) -> bool:
@@ -155,7 +178,7 @@ class _Loader:
         if doc is None:
             return None, None
         r = Reader(doc, self.diags)
-        if r.mapping((), required=("title", "description", "topics"), optional=("base_url", "language", "labs")) is None:
+        if r.mapping((), required=("title", "description", "topics"), optional=("base_url", "language", "labs", "embed")) is None:
             return None, doc
         topics: list[Topic] = []
         seen: set[str] = set()
@@ -192,6 +215,7 @@ class _Loader:
             language = "en"
         site = Site(
             title=r.string(("title",), multiline=False) or "",
+            frame_ancestors=_frame_ancestors(r),
             description=(r.string(("description",)) or "").strip(),
             base_url=base_url,
             language=language,
