@@ -5,9 +5,10 @@ tagline and summary), its gist, each prose section, each card (they share ``#key
 FAQ entry, each quiz question, and each topic page. Its ``t`` field (the part's title, boosted
 ×10 as MkDocs boosts titles) and ``b`` field (its text) are indexed.
 
-lunr.py builds the index with lunr.js's own text pipeline — its tokenizer's separators (``\\s``
-and ``-`` as JavaScript reads them), its trimmer (``\\W`` in ASCII, as JavaScript reads it), its
-stop words and its Porter stemmer — so that a word is cut the same way here and in the page.
+lunr.py builds the index from the terms of lunr.js's own text pipeline — its tokenizer's
+separators (``\\s`` and ``-`` as JavaScript reads them), its trimmer (``\\W`` in ASCII, as
+JavaScript reads it), its stop words and its stemmer (:mod:`generator.search.stemmer`: lunr.py's
+differs) — so that a word is cut the same way here and in the page.
 
 The page gets the index in a compact form, :func:`encode`: the terms in the order lunr numbered
 them, each term's postings (document, field, term frequency) delta-coded in base 36, and each
@@ -27,12 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from lunr import get_default_builder
-from lunr.stemmer import stemmer as lunr_stemmer
 from lunr.stop_word_filter import WORDS as STOP_WORDS
-from lunr.token import Token
 
 from generator.model import Content, Lab
 from generator.prose.markdown_render import plain_text
+from generator.search.stemmer import stem
 from generator.webfiles import fingerprint, json_for_script
 
 LUNR_VERSION = "2.3.9"  # the lunr.js in vendor/, the version lunr.py 0.8 writes indexes for
@@ -72,11 +72,13 @@ class SearchDoc:
 @functools.lru_cache(maxsize=1 << 17)
 def term_of(word: str) -> str | None:
     """What lunr.js's pipeline (trimmer, stop-word filter, stemmer) makes of one lower-cased
-    token: its index term, or None when it is dropped. Kept per word: a site's words repeat."""
+    token: its index term, or None when it is dropped (a stop word). A token of punctuation alone
+    trims to "", which lunr.js keeps and indexes, and so does this. Kept per word: a site's words
+    repeat."""
     word = _TRAIL.sub("", _LEAD.sub("", word))
-    if not word or word in STOP_WORDS:
+    if word in STOP_WORDS:
         return None
-    return str(lunr_stemmer(Token(word)))
+    return stem(word)
 
 
 def _lab_label(lab: Lab) -> str:

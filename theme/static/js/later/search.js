@@ -16,26 +16,13 @@
 (() => {
   "use strict";
   const Labs = window.Labs, u = Labs.util, h = u.h;
-  const box = document.querySelector("[data-search]");
-  if (!box || box.dataset.ready) return;
-  box.dataset.ready = "loading";
-  const input = box.firstElementChild, root = box.dataset.search.replace(/assets\/later\/[^]*$/, "");
-  const list = h("div", { id: "search-list", role: "listbox", "aria-label": "Search results" });
-  const pop = h("div", { class: "search-pop", hidden: "" }, [list]);
-  const status = h("p", { class: "visually-hidden", role: "status" });
-  box.append(pop, status);
-  input.setAttribute("aria-controls", "search-list");
-  input.setAttribute("aria-autocomplete", "list");
-  const MAX_PAGES = 8, MAX_PER_PAGE = 4, PREFIX_FROM = 3;
-  let data = null, index = null, shown = [], active = -1, typed = "";
-
   /** lunr's serialised index from the compact one: the terms and their postings as lunr's builder
       numbered and counted them, scored here as lunr.Builder.createFieldVectors scores them. */
   function expand(d) {
-    const F = d.fields, nf = F.length, lens = d.lens, n = lens.length / nf, terms = d.terms.split(" ");
+    const F = d.fields, nf = F.length, lens = d.lens, n = lens.length / nf, terms = d.terms ? d.terms.split(" ") : [];
     const inverted = Object.create(null), tfs = Array.from({ length: n * nf }, () => []), idf = [];
     const avg = F.map((_, f) => { let s = 0; for (let i = 0; i < n; i++) s += lens[i * nf + f]; return s / n; });
-    d.post.split(";").forEach((p, k) => {
+    (terms.length ? d.post.split(";") : []).forEach((p, k) => {
       const posting = { _index: k };
       let count = 0;
       p.split("|").forEach((items, f) => {
@@ -66,6 +53,20 @@
       invertedIndex: Object.keys(inverted).sort().map(t => [t, inverted[t]]) };
   }
   Labs.code.searchIndex = expand;
+
+  const box = document.querySelector("[data-search]");
+  if (!box || box.dataset.ready) return;
+  box.dataset.ready = "loading";
+  const input = box.firstElementChild, root = box.dataset.search.replace(/assets\/later\/[^]*$/, "");
+  const list = h("div", { id: "search-list", role: "listbox", "aria-label": "Search results" });
+  const pop = h("div", { class: "search-pop", hidden: "" }, [list]);
+  const status = h("p", { class: "visually-hidden", role: "status" });
+  box.append(pop, status);
+  input.setAttribute("aria-controls", "search-list");
+  input.setAttribute("aria-autocomplete", "list");
+  const MAX_PAGES = 8, MAX_PER_PAGE = 4, PREFIX_FROM = 3;
+  let data = null, index = null, shown = [], active = -1, typed = "";
+
 
   /* ---------- matching ---------- */
 
