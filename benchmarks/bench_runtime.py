@@ -35,6 +35,7 @@ Markdown table; the figures mean something only on a quiet machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import os
 import gzip
@@ -59,7 +60,7 @@ from bench_page import chromium_path  # noqa: E402  (benchmarks/ is the script's
 from generator.models import bert  # noqa: E402
 from generator.models.wordpiece import encode  # noqa: E402
 from generator.runtime.bundle import read_bundle, reference_model  # noqa: E402
-from generator.runtime.pagefiles import page_files, write_page_files  # noqa: E402
+from generator.runtime.pagefiles import PageFiles, page_files, write_page_files  # noqa: E402
 from generator.serve.statichost import StaticHostHandler  # noqa: E402
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; base-uri 'self'; "
@@ -128,6 +129,25 @@ class Handler(StaticHostHandler):
         super().end_headers()
 
 
+@contextlib.contextmanager
+def served(page: PageFiles):
+    """``page``'s files under model/ in a temporary folder beside a bare harness page that loads the
+    runtime, served on 127.0.0.1 with the site's CSP: yields (the harness's URL, the manifest's)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        write_page_files(page, folder / "model")
+        (folder / "favicon.ico").write_bytes(b"")
+        (folder / "index.html").write_text(f'<!doctype html><html lang="en"><title>runtime</title>'
+                                           f'<script src="model/{page.code}"></script></html>\n', encoding="utf-8")
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(folder)))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}/index.html", f"model/{page.manifest}"
+        finally:
+            server.shutdown()
+            server.server_close()
+
+
 def heap(cdp) -> float:
     usage = cdp.send("Runtime.getHeapUsage")
     return (usage["usedSize"] + usage.get("backingStorageSize", 0)) / MB
@@ -152,16 +172,7 @@ def main() -> int:
     gz = sum(len(gzip.compress(page.files[n], 6, mtime=0)) for n in first_use)
     embeddings = sum(manifest["shards"][s]["size"] for s in shards)
 
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        write_page_files(page, folder / "model")
-        (folder / "favicon.ico").write_bytes(b"")
-        (folder / "index.html").write_text(f'<!doctype html><html lang="en"><title>runtime</title>'
-                                           f'<script src="model/{page.code}"></script></html>\n', encoding="utf-8")
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(folder)))
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        url = f"http://127.0.0.1:{server.server_address[1]}/index.html"
-        src = f"model/{page.manifest}"
+    with served(page) as (url, src):
         results = {}
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
@@ -183,7 +194,6 @@ def main() -> int:
                     versus = interleaved(tab, browser.new_browser_cdp_session(), ids, numpy_model, args.runs)
                 tab.close()
             browser.close()
-        server.shutdown()
 
     print(f"20-word sentence: {len(ids)} word pieces, {len(shards)} embedding shards ({embeddings / MB:.2f} MB)")
     print(f"first use: {raw / MB:.2f} MB raw, {gz / MB:.2f} MB gzip -6 (target ≤ 14 MB gzip)\n")

@@ -108,6 +108,9 @@ def cmd_init(args: argparse.Namespace) -> int:
     made = init_site(args.directory, title=args.title)
     _out(f"created a site in {display_path(args.directory)}/ with {len(made)} example lab"
          f"{'s' * (len(made) != 1)} ({', '.join(made)}). Next: cd {display_path(args.directory)} && labs build")
+    _out("For a real model in the pages (the attention lab's `bundle:`, the embeddings lab's `runtime:`): "
+         "`labs models fetch all-minilm-l6-v2` downloads it with pip (83.5 MB) and writes its page bundle into "
+         "content/models/all-minilm-l6-v2/ (24.9 MB)")
     return 0
 
 
@@ -301,6 +304,9 @@ def parser() -> argparse.ArgumentParser:
     kind_opts(s)
     s.set_defaults(func=cmd_serve)
 
+    from generator.runtime.commands import add_commands as add_model_commands
+
+    add_model_commands(sub)  # labs models fetch|list, labs next: the models several kinds share
     for kind in kinds:
         added = _AddedParsers(sub)
         kind.add_commands(added)

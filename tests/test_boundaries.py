@@ -52,9 +52,9 @@ def rule_for(module: str) -> Rule:
         return Rule("the kind API", ("=generator.kinds", "=generator.errors", "=generator.filepolicy", "=generator.model",
                                      "=generator.pickling", "=generator.source", "=generator.webfiles"))
     if module.startswith("generator.runtime"):
-        return Rule("the in-page runtime", SHARED_MODELS + ("=generator.errors", "=generator.webfiles"))
+        return Rule("the in-page runtime", SHARED_MODELS + ("=generator.errors", "=generator.filepolicy", "=generator.webfiles"))
     if module.startswith("generator.models"):
-        return Rule("the shared models", ("generator.models", "=generator.errors"))
+        return Rule("the shared models", ("generator.models", "=generator.errors", "=generator.filepolicy"))
     if module.startswith("generator.prose"):
         return Rule("prose", ("generator.prose",))
     if module.startswith("generator.speed"):
@@ -72,8 +72,10 @@ def rule_for(module: str) -> Rule:
         return Rule("the dev server", ("generator.serve", "generator.speed", "=generator.kinds")
                     + tuple(f"=generator.{m}" for m in stages))
     assert module in ROOT_MODULES, f"{module}: no rule says what it may import"
+    # The CLI adds the shared models' own commands (labs models, labs next) beside the kinds' ones.
     return Rule("the generic core", tuple(f"={m}" for m in sorted(ROOT_MODULES)) + KIND_API
-                + ("generator.prose", "generator.serve", "generator.speed", "generator.search", "generator.export"))
+                + ("generator.prose", "generator.serve", "generator.speed", "generator.search", "generator.export",
+                   "=generator.runtime.commands"))
 
 
 def allows(rule: Rule, name: str) -> bool:

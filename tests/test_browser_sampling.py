@@ -11,7 +11,7 @@ from test_browser import (  # noqa: F401 — fixtures shared with the attention 
     ARTIFACTS, WHERE, _watched_context, axe, context, everything_in, page, settle, shipped, sites, watch,
 )
 
-from generator.kinds.sampling import decoding
+from generator.models import decoding
 
 pytestmark = pytest.mark.browser
 LAB = "labs/sampling/"

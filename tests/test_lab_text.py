@@ -20,7 +20,7 @@ from generator.build import compute_lab
 from generator.content import load_lab, load_site
 from generator.kinds.attention import cache as cachefile
 from generator.kinds.attention.realmodel import BEATS_MAX_P
-from generator.kinds.sampling import decoding
+from generator.models import decoding
 from generator.kinds.sampling.reading import share_text
 
 ROOT = Path(__file__).resolve().parent.parent

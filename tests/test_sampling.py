@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 import generator.kinds as kinds
 from generator.build import build_files
 from generator.errors import ContentError
-from generator.kinds.sampling import SamplingKind, decoding, dial_figure, evaluate, share_figure
+from generator.models import decoding
+from generator.kinds.sampling import SamplingKind, dial_figure, evaluate, share_figure
 from generator.kinds.sampling.reading import Condition
 
 ROOT = Path(__file__).resolve().parent.parent

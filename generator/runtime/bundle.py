@@ -117,8 +117,9 @@ def file_sha256(path: Path) -> str:
         raise BuildError(f"cannot read file: {exc.strerror}", path=display_path(path)) from None
 
 
-def license_text(card: ModelCard) -> str:
-    """LICENSE: a notice naming the model, its authors and our change, then the licence's full text."""
+def license_text(card: ModelCard, changes: str | None = None) -> str:
+    """LICENSE: a notice naming the model, its authors and what was changed (``changes``, a
+    paragraph; by default the bundle's int8 quantization), then the licence's full text."""
     try:
         text = (LICENSES / f"{card.license}.txt").read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -131,10 +132,12 @@ def license_text(card: ModelCard) -> str:
         f"{based_on}"
         f"Source: {card.source}\n"
         f"License: {card.license} (the full text follows).\n\n"
-        f"Modified by Attention Labs: the weight matrices and the token embeddings were quantized to\n"
-        f"8-bit integers (int8, one float16 scale per group of {quantize.GROUP} weights); the LayerNorm\n"
-        f"parameters, the biases and the position and token-type embeddings are unchanged.\n\n"
     )
+    if changes is None:
+        changes = (f"Modified by Attention Labs: the weight matrices and the token embeddings were quantized to\n"
+                   f"8-bit integers (int8, one float16 scale per group of {quantize.GROUP} weights); the LayerNorm\n"
+                   f"parameters, the biases and the position and token-type embeddings are unchanged.\n")
+    notice += changes + "\n"
     return notice + "-" * 78 + "\n\n" + text.lstrip("\n")
 
 

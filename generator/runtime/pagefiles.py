@@ -18,8 +18,11 @@ element. The files (all in one folder; names fingerprinted):
   each (int8 rows, then their float16 scales), base64; a sentence loads only the shards of its ids;
 * ``model-vocab.<hash>.js`` — the tokenizer's data (:func:`generator.runtime.vocab.tokenizer_data`);
 * ``model-license.<hash>.txt`` — the bundle's LICENSE, for the page to link to;
-* ``runtime.<hash>.js`` — the code: ``static/forward.js``, ``static/wordpiece.js`` and
-  ``static/loader.js``, minified.
+* ``runtime.<hash>.js`` — the code: ``static/forward.js``, ``static/wordpiece.js``,
+  ``static/bpe.js``, ``static/decoder-kernels.js``, ``static/decoder-sampling.js``,
+  ``static/decoder.js``, ``static/loader.js``, ``static/loader-encoder.js`` and
+  ``static/loader-decoder.js``, minified: one runtime for both models
+  (:mod:`generator.runtime.decoder` writes a decoder's files).
 
 Base64 in a string literal is the encoding: measured on all-MiniLM-L6-v2, its gzip is 5% above
 gzip of the raw bytes, while one character per byte (any mapping of bytes to characters) is 13-20%
@@ -49,7 +52,8 @@ CHUNK_BYTES = 1 << 20
 # at the median, 31 at most: 0.7-1.1 MB. Common words have neighbouring ids and share shards.
 SHARD_ROWS = 64
 STATIC = Path(__file__).resolve().parent / "static"
-CODE_FILES = ("forward.js", "wordpiece.js", "loader.js")  # concatenated in this order into runtime.<hash>.js
+CODE_FILES = ("forward.js", "wordpiece.js", "bpe.js", "decoder-kernels.js", "decoder-sampling.js", "decoder.js", "loader.js",
+              "loader-encoder.js", "loader-decoder.js")  # concatenated in this order into runtime.<hash>.js
 WORD_TENSORS = ("embeddings.word.q", "embeddings.word.scales")
 
 
@@ -63,6 +67,7 @@ class PageFiles:
     license: str  # the model's licence, to link from the page
     load_bytes: int  # bytes Labs.runtime.load downloads before the first run (vocabulary and layer chunks)
     manifest_data: Mapping  # what the manifest script registers (docs/runtime.md)
+    tokenizer: str = ""  # the tokenizer's data script, which loads on its own (Labs.runtime.tokenizer)
 
 
 def data_script(name: str, value: str) -> bytes:
@@ -71,7 +76,7 @@ def data_script(name: str, value: str) -> bytes:
             f"(self.Labs=self.Labs||{{}});\n").encode("utf-8")
 
 
-def _binary_script(stem: str, data: bytes) -> tuple[str, bytes, dict]:
+def binary_script(stem: str, data: bytes) -> tuple[str, bytes, dict]:
     """A fingerprinted data script holding ``data`` as base64, and its manifest entry."""
     encoded = base64.b64encode(data).decode("ascii")
     name = fingerprint(f"{stem}.js", encoded.encode("ascii"))
@@ -99,7 +104,7 @@ def page_files(bundle: Bundle, chunk_bytes: int = CHUNK_BYTES, shard_rows: int =
 
     chunks = []
     for i, start in enumerate(range(0, dense_end, chunk_bytes)):
-        name, script, entry = _binary_script(f"model-layers-{i:02d}", weights[start:min(start + chunk_bytes, dense_end)])
+        name, script, entry = binary_script(f"model-layers-{i:02d}", weights[start:min(start + chunk_bytes, dense_end)])
         files[name] = script
         chunks.append({**entry, "offset": start})
 
@@ -110,7 +115,7 @@ def page_files(bundle: Bundle, chunk_bytes: int = CHUNK_BYTES, shard_rows: int =
         q = words[rows].tobytes()
         scales_offset = len(q) + (-len(q) % 4)  # the scales' Uint16Array needs an even offset; 4 to be safe
         data = q + bytes(scales_offset - len(q)) + scales[rows].tobytes()
-        name, script, entry = _binary_script(f"model-words-{index:04d}", data)
+        name, script, entry = binary_script(f"model-words-{index:04d}", data)
         files[name] = script
         shards.append({**entry, "count": rows.stop - rows.start, "scales_offset": scales_offset})
 
@@ -135,14 +140,18 @@ def page_files(bundle: Bundle, chunk_bytes: int = CHUNK_BYTES, shard_rows: int =
         "vocab": vocab_entry,
         "load_bytes": vocab_entry["size"] + sum(chunk["size"] for chunk in chunks),
     }
+    return finished(files, manifest, license_name, vocab_name)
+
+
+def finished(files: dict[str, bytes], manifest: Mapping, license: str, tokenizer: str) -> PageFiles:
+    """``files`` with the manifest's script and the runtime's code added: a model's page files."""
     encoded = json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     manifest_name = fingerprint("model-manifest.js", encoded.encode("ascii"))
     files[manifest_name] = data_script(manifest_name, encoded)
-
     code_name, code = code_script()
     files[code_name] = code
-    return PageFiles(files=files, code=code_name, manifest=manifest_name, license=license_name,
-                     load_bytes=manifest["load_bytes"], manifest_data=manifest)
+    return PageFiles(files=files, code=code_name, manifest=manifest_name, license=license,
+                     load_bytes=manifest["load_bytes"], manifest_data=manifest, tokenizer=tokenizer)
 
 
 def write_page_files(page: PageFiles, folder: Path) -> None:

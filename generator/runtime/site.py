@@ -9,7 +9,9 @@ lab and an embeddings lab that use the same bundle load the same files from the 
 * :func:`page_ref` — what a lab page embeds to load them (URLs relative to ``labs/<slug>/``);
 * :func:`bundle_at` — a committed bundle folder, read and checked once per process;
 * :func:`bundle_from_checkpoint` — a checkpoint folder quantized into a bundle, kept in the build
-  cache's ``store`` when there is one, so a warm build does not quantize again.
+  cache's ``store`` when there is one, so a warm build does not quantize again;
+* :func:`decoder_site_files` and :func:`decoder_page_ref` — the same two for a decoder's GGUF
+  (:mod:`generator.runtime.decoder`), under ``assets/runtime/<GGUF id>/``.
 
 The bundle id is the first 16 hex digits of the SHA-256 of its ``bundle.json``, which records the
 SHA-256 of every other file of the bundle: two bundles with one id are the same bundle, and a site
@@ -28,6 +30,7 @@ from typing import Any
 
 from generator.errors import BuildError, display_path
 from generator.runtime.bundle import BUNDLE_FILE, Bundle, export_bundle, file_sha256, read_bundle
+from generator.runtime import decoder
 from generator.runtime.pagefiles import PageFiles, page_files
 
 SITE_FOLDER = "assets/runtime"  # in the site: <SITE_FOLDER>/<bundle id>/<file>
@@ -129,3 +132,47 @@ def _quantized_once(checkpoint: Path, sha: str) -> Path:
     folder = Path(tempfile.mkdtemp(prefix="labs-bundle-"))
     export_bundle(checkpoint, folder)
     return folder
+
+
+# ---- a decoder's GGUF ------------------------------------------------------------------------------
+
+
+def _file_stamp(path: Path) -> tuple:
+    try:
+        stat = path.stat()
+    except OSError:
+        return ()
+    return (stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=2)
+def _decoder_files(path: Path, stamp: tuple) -> tuple[str, PageFiles]:
+    model = decoder.read_decoder(path)
+    return model.sha256[:16], decoder.page_files(model)
+
+
+def _decoder_of(gguf: Path) -> tuple[str, PageFiles]:
+    path = Path(gguf).resolve()
+    return _decoder_files(path, _file_stamp(path))
+
+
+def decoder_site_files(gguf: Path) -> dict[str, bytes]:
+    """The page files of the decoder in ``gguf`` by path in the site, under the first 16 hex digits
+    of the GGUF's SHA-256 (made once per process while the file stays the same). Raises
+    BuildError naming the file for a GGUF the page cannot run (:func:`decoder.read_decoder`)."""
+    ident, files = _decoder_of(gguf)
+    return {f"{SITE_FOLDER}/{ident}/{name}": data for name, data in files.files.items()}
+
+
+def decoder_page_ref(gguf: Path) -> dict[str, Any]:
+    """What a lab page needs to offer the decoder, JSON-ready: the URLs (relative to the lab page)
+    of the runtime's code, the manifest ``Labs.runtime.load`` reads first, the tokenizer's script
+    (``Labs.runtime.tokenizer`` loads it alone) and the licence; the bytes a first use downloads
+    (the tokenizer and every weight shard: the unembedding reads every token's row) and the
+    tokenizer's alone; the model's name and the GGUF id."""
+    ident, files = _decoder_of(gguf)
+    folder = f"{_FROM_LAB_PAGE}{SITE_FOLDER}/{ident}/"
+    return {"id": ident, "model": files.manifest_data["model"]["name"], "code": folder + files.code,
+            "manifest": folder + files.manifest, "tokenizer": folder + files.tokenizer,
+            "license": folder + files.license, "download_bytes": files.load_bytes,
+            "tokenizer_bytes": files.manifest_data["tokenizer"]["size"]}

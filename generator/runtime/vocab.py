@@ -68,7 +68,7 @@ def _kept_flags(predicate: Callable[[str], bool], kept: np.ndarray) -> bytes:
     return flags.tobytes()
 
 
-def _ranges(flags: bytes) -> list[int]:
+def ranges(flags: bytes) -> list[int]:
     """The code points flagged 1, as ``[start, length, gap, length, ...]``; a range runs on over
     code points flagged 2 when another 1 follows them, so that tables that only ever see the
     characters cleaning keeps need fewer ranges."""
@@ -135,7 +135,7 @@ def _lower_case_tables(kept: np.ndarray) -> dict[str, Any]:
     after_letter = np.frombuffer(_kept_flags(final_after("A"), kept), dtype=np.uint8)
     cased = _kept_flags(final_after("1"), kept)
     ignorable = np.where(np.frombuffer(cased, dtype=np.uint8) == 1, 0, after_letter)
-    return {"lower": lower, "lower_long": long, "case_ignorable": _ranges(ignorable.tobytes()), "cased": _ranges(cased)}
+    return {"lower": lower, "lower_long": long, "case_ignorable": ranges(ignorable.tobytes()), "cased": ranges(cased)}
 
 
 @functools.lru_cache(maxsize=1)
@@ -154,13 +154,13 @@ def unicode_tables() -> dict[str, Any]:
     kept = np.flatnonzero(np.frombuffer(dropped, dtype=np.uint8) == 0)
     return {
         "version": unicodedata.unidata_version,
-        "dropped": _ranges(dropped),
-        "mark": _ranges(bytes(map(_MARKS.__contains__, categories))),
-        "whitespace": _ranges(_kept_flags(is_whitespace, kept)),
-        "space": _ranges(_kept_flags(str.isspace, kept)),
-        "chinese": _ranges(_kept_flags(is_chinese_char, kept)),
-        "punctuation": _ranges(_kept_flags(is_punctuation, kept)),
-        "nonspacing": _ranges(_kept_flags(lambda char: unicodedata.category(char) == "Mn", kept)),
+        "dropped": ranges(dropped),
+        "mark": ranges(bytes(map(_MARKS.__contains__, categories))),
+        "whitespace": ranges(_kept_flags(is_whitespace, kept)),
+        "space": ranges(_kept_flags(str.isspace, kept)),
+        "chinese": ranges(_kept_flags(is_chinese_char, kept)),
+        "punctuation": ranges(_kept_flags(is_punctuation, kept)),
+        "nonspacing": ranges(_kept_flags(lambda char: unicodedata.category(char) == "Mn", kept)),
         **_lower_case_tables(kept),
     }
 

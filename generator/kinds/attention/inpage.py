@@ -16,8 +16,10 @@ request; the bundle's page files are written once per site (:func:`site_files`).
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,31 @@ def words_of(text: str, tokenizer) -> tuple[list[str], list[bool], list[int]]:
     return piece_word_index(tokenizer.encode(text))
 
 
+# The bundle model's word attention by (bundle id, sentence), as accuracy() compares it: computed
+# once per process for each, so a rebuild of the same lab (labs serve, or another copy of the
+# course in the same process) runs the model only on sentences it has not read. The bundle id is
+# a hash of bundle.json, which holds every file's SHA-256: the same id is the same model. Bounded;
+# the least recently used go first.
+_READ: OrderedDict[tuple[str, str], Any] = OrderedDict()
+_READ_MAX = 512
+
+
+def _bundle_reads(bundle, text: str, model: Callable[[], Any]) -> Any:
+    """What the bundle's model (``model()``, made when first needed) gives for ``text``:
+    :func:`~generator.kinds.attention.realheads.word_attention`, kept in :data:`_READ`."""
+    from generator.kinds.attention.realheads import word_attention
+    from generator.runtime.site import bundle_id
+
+    key = (bundle_id(bundle), text)
+    if key in _READ:
+        _READ.move_to_end(key)
+        return _READ[key]
+    _READ[key] = found = word_attention(model(), text)
+    if len(_READ) > _READ_MAX:
+        _READ.popitem(last=False)
+    return found
+
+
 def accuracy(spec, widget, sha: str, bound: float = BOUND) -> dict[str, Any] | None:
     """The largest difference between the bundle's model and the full one (the cache's entries
     under checkpoint ``sha``) over every sentence the lab's model reads (the spotlight's and the
@@ -59,7 +86,6 @@ def accuracy(spec, widget, sha: str, bound: float = BOUND) -> dict[str, Any] | N
     count}``. Raises ContentError at the ``bundle:`` line if it is over ``bound``. None when the
     bundle was made from another checkpoint than ``sha`` (a build with ``--model`` of another
     model): its accuracy cannot be checked, so the page does not offer it."""
-    from generator.kinds.attention.realheads import word_attention
     from generator.kinds.attention import cache as cachefile
     from generator.kinds.attention.realmodel import model_sentences, sentence_text
     from generator.runtime.bundle import reference_model
@@ -70,12 +96,12 @@ def accuracy(spec, widget, sha: str, bound: float = BOUND) -> dict[str, Any] | N
     entries = [cachefile.cache_lookup(cache, sha, text) for text in texts]
     if bundle.meta["checkpoint"]["sha256"] != sha:
         return None
-    model = reference_model(bundle)
+    model = functools.cache(lambda: reference_model(bundle))
     worst = 0.0
     for text, entry in zip(texts, entries):
         if entry is None:  # compute_real has said so already
             continue
-        mine = word_attention(model, text)
+        mine = _bundle_reads(bundle, text, model)
         if list(mine.words) != list(entry["words"]):
             raise ContentError([Diagnostic(*spec.bundle_at, f"the bundle's tokenizer splits {text!r} into other "
                                            f"words than {spec.cache_shown}")])

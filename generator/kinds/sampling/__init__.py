@@ -52,9 +52,9 @@ Quiz type ``dial``: "set the dial so that …"::
     line. With several correct choices, any one of them is a right answer (``match="any"``).
 
 What is computed where
-    At build (:mod:`.decoding`, NumPy): softmax(logits / T) for every temperature of the grid,
+    At build (:mod:`generator.models.decoding`, NumPy): softmax(logits / T) for every temperature of the grid,
     rounded to whole parts of 100 000 by largest remainder (``contexts[].p``, ``[t][n]``).
-    In the page (``static/10-core.js``, integer arithmetic that mirrors :mod:`.decoding`): the
+    In the page (``static/10-core.js``, integer arithmetic that mirrors :mod:`generator.models.decoding`): the
     top-k and top-p cut-offs on the chosen row, the renormalised percentages (largest remainder,
     adding to exactly 100), and the draws of mulberry32(seed).
 """
@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.kinds import Computed, Diagnostic, KindQuestion, Lab, LabKind, Option, Reader, did_you_mean
-from generator.kinds.sampling import decoding
+from generator.models import decoding
 from generator.kinds.sampling.reading import (Condition, DialQuestion, SamplingSpec, format_t, read_condition,
                                               read_sampling, read_temperature, share_text)
 

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from generator.kinds import Diagnostic, Reader, did_you_mean
-from generator.kinds.sampling import decoding
+from generator.models import decoding
 
 MAX_POINTS = 100
 MAX_CONTEXTS = 6

@@ -1,11 +1,19 @@
-/* Labs.runtime: loads a model's page files (pagefiles.py) and runs it, in a Worker when the page
- * may start one, else on the main thread in slices. docs/runtime.md has the whole API.
+/* Labs.runtime: loads a model's page files (pagefiles.py for an encoder, decoder.py for a decoder)
+ * and runs it, in a Worker when the page may start one, else on the main thread in slices.
+ * docs/runtime.md has the whole API. This file is what every model shares (data scripts, their
+ * checks, Workers, slices); static/loader-encoder.js and static/loader-decoder.js, after it in the
+ * runtime script, make each architecture's model.
  *
- *   Labs.runtime.describe(manifestSrc, {signal})     -> Promise<{totalBytes, model}>
+ *   Labs.runtime.describe(manifestSrc, {signal})     -> Promise<{totalBytes, model, architecture, …}>
+ *   Labs.runtime.tokenizer({manifestSrc, signal})    -> Promise<tokenizer>   (the tokenizer alone)
  *   Labs.runtime.load({manifestSrc, ids, onProgress, signal, worker}) -> Promise<model>
+ * An encoder (BERT):
  *   model.tokenizer.encode(text) -> {tokens, ids, …}   (static/wordpiece.js)
  *   model.run(ids)  -> Promise<{ids, n, layers, heads, d, attentions, hidden}>
- *   model.close()
+ * A decoder (Llama, static/decoder.js; its tokenizer static/bpe.js):
+ *   model.prefill(ids), model.step(id), model.next(), model.lens(position), model.attention(layer),
+ *   model.generate(options, onToken), model.reset(), model.cache(), model.ids()
+ * Both: model.close()
  *
  * Every file is a classic script that registers its value in Labs.runtimeData under its own file
  * name (no fetch: pages open from file://). The loader takes the value, deletes the key and removes
@@ -87,7 +95,7 @@
   // ---- decoding and checking -----------------------------------------------------------------
 
   var CRC_TABLE = null;
-  function crc32(bytes) {
+  function crc32(bytes, crc) {  // crc: the running value (start with -1); finish with (crc ^ -1) >>> 0
     if (!CRC_TABLE) {
       CRC_TABLE = new Int32Array(256);
       for (var n = 0; n < 256; n++) {
@@ -96,32 +104,50 @@
         CRC_TABLE[n] = c;
       }
     }
-    var crc = -1;
     for (var i = 0; i < bytes.length; i++) crc = CRC_TABLE[(crc ^ bytes[i]) & 255] ^ (crc >>> 8);
-    return (crc ^ -1) >>> 0;
+    return crc;
   }
 
   // base64 text -> exactly entry.bytes bytes at target (a Uint8Array of that length), checked.
-  function decodeInto(text, target, entry) {
+  // A generator: it yields after each piece of DECODE_PIECE characters (384 KB of bytes), so that
+  // an 8 MB shard is decoded and checked over 16 tasks of a few milliseconds each.
+  var DECODE_PIECE = 1 << 19;  // characters, a multiple of 4: pieces end on whole base64 quanta
+  function* decodeSteps(text, target, entry) {
     if (typeof text !== "string") throw corrupt(entry.src, "it holds no base64 text");
-    var written;
-    try {
-      if (target.setFromBase64) {
-        var result = target.setFromBase64(text);
-        if (result.read !== text.length) throw corrupt(entry.src, "it holds more bytes than the manifest lists");
-        written = result.written;
-      } else {
-        var binary = atob(text);
-        if (binary.length > target.length) throw corrupt(entry.src, "it holds more bytes than the manifest lists");
-        for (var i = 0; i < binary.length; i++) target[i] = binary.charCodeAt(i);
-        written = binary.length;
+    var written = 0, crc = -1;
+    for (var start = 0; start < text.length || start === 0; start += DECODE_PIECE) {
+      var piece = text.slice(start, start + DECODE_PIECE), room = target.subarray(written), got;
+      try {
+        if (room.setFromBase64) {
+          var result = room.setFromBase64(piece);
+          if (result.read !== piece.length) throw corrupt(entry.src, "it holds more bytes than the manifest lists");
+          got = result.written;
+        } else {
+          var binary = atob(piece);
+          if (binary.length > room.length) throw corrupt(entry.src, "it holds more bytes than the manifest lists");
+          for (var i = 0; i < binary.length; i++) room[i] = binary.charCodeAt(i);
+          got = binary.length;
+        }
+      } catch (error) {
+        if (error instanceof Error && /is corrupt/.test(error.message)) throw error;
+        throw corrupt(entry.src, "its base64 text is damaged");
       }
-    } catch (error) {
-      if (error instanceof Error && /is corrupt/.test(error.message)) throw error;
-      throw corrupt(entry.src, "its base64 text is damaged");
+      crc = crc32(target.subarray(written, written + got), crc);
+      written += got;
+      if (start + DECODE_PIECE < text.length) yield;
     }
     if (written !== entry.bytes) throw corrupt(entry.src, written + " bytes where the manifest lists " + entry.bytes);
-    if (crc32(target) !== entry.crc32) throw corrupt(entry.src, "its checksum does not match");
+    if ((crc ^ -1) >>> 0 !== entry.crc32) throw corrupt(entry.src, "its checksum does not match");
+  }
+
+  // Decodes one file's text into target, a piece per task.
+  function decodeInto(text, target, entry, check) {
+    var steps = decodeSteps(text, target, entry);
+    function piece() {
+      check();
+      if (!steps.next().done) return nextTask().then(piece);
+    }
+    return nextTask().then(piece);
   }
 
   // ---- the manifest --------------------------------------------------------------------------
@@ -129,23 +155,40 @@
   function readManifest(manifestSrc, signal) {
     var url = absolute(manifestSrc);
     return loadScript(url, signal).then(function (manifest) {
-      if (!manifest || manifest.format !== "attention-labs-runtime" || manifest.version !== 1) {
+      if (!manifest || manifest.format !== "attention-labs-runtime" || manifest.version !== 1 || !architecture(manifest)) {
         throw corrupt(baseName(url), "it is not a model manifest this page can read");
       }
       return { url: url, manifest: manifest };
     });
   }
 
+  // Each architecture's loader registers here: {load(m, options, inner), tokenizer(data)}; a
+  // manifest without one is an encoder's (written before decoders came).
+  var architectures = runtime.architectures = runtime.architectures || {};
+  function architecture(manifest) { return architectures[manifest.architecture || "bert"]; }
+
   runtime.describe = function (manifestSrc, options) {
     return readManifest(manifestSrc, options && options.signal).then(function (m) {
-      return { totalBytes: m.manifest.load_bytes, model: m.manifest.model, config: m.manifest.spec.config,
-        licenseSrc: absolute(m.manifest.model.license_src, m.url) };
+      var manifest = m.manifest, tokenizer = manifest.tokenizer || manifest.vocab;
+      return { totalBytes: manifest.load_bytes, model: manifest.model, config: manifest.spec.config,
+        architecture: manifest.architecture || "bert", tokenizerBytes: tokenizer.size,
+        licenseSrc: absolute(manifest.model.license_src, m.url) };
+    });
+  };
+
+  // The model's tokenizer alone (its data script, without any weights): a decoder's byte-level
+  // BPE (static/bpe.js) or an encoder's WordPiece (static/wordpiece.js).
+  runtime.tokenizer = function (options) {
+    var signal = options && options.signal;
+    return readManifest(options.manifestSrc, signal).then(function (m) {
+      var entry = m.manifest.tokenizer || m.manifest.vocab;
+      return loadScript(absolute(entry.src, m.url), signal).then(architecture(m.manifest).tokenizer);
     });
   };
 
   // ---- the engine: a Worker, or the main thread ----------------------------------------------
 
-  function startWorker() {
+  function startWorker(source) {
     return new Promise(function (resolve) {
       var url, worker, timer;
       function give(w) {
@@ -155,7 +198,7 @@
         resolve(w);
       }
       try {
-        url = URL.createObjectURL(new Blob([runtime.engineSource], { type: "text/javascript" }));
+        url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
         worker = new Worker(url);
       } catch (error) {  // no Worker, or a CSP that forbids blob: workers and says so at once
         give(null);
@@ -167,8 +210,9 @@
     });
   }
 
-  // The engine inside a Worker: one message per call, answers matched by id.
-  function workerEngine(worker, spec, dense) {
+  // Calls into a Worker: one message per call, answers matched by id; a Worker that fails
+  // rejects every call still waiting, and every later one.
+  function messenger(worker) {
     var pending = {}, next = 1, broken = null;
     function fail(message) {
       broken = new Error(message);
@@ -186,24 +230,17 @@
       event.preventDefault();
       fail("The model stopped working" + (event.message ? ": " + event.message : "") + ".");
     };
-    function call(message, transfer) {
-      if (broken) return Promise.reject(broken);
-      return new Promise(function (resolve, reject) {
-        message.id = next++;
-        pending[message.id] = { resolve: resolve, reject: reject };
-        worker.postMessage(message, transfer || []);
-      });
-    }
-    return call({ op: "init", spec: spec, dense: dense }, [dense]).then(function () {
-      return {
-        mode: "worker",
-        addShard: function (index, buffer, entry) {
-          worker.postMessage({ op: "shard", index: index, buffer: buffer, count: entry.count, scalesOffset: entry.scales_offset }, [buffer]);
-        },
-        run: function (ids) { return call({ op: "run", ids: ids }); },
-        close: function () { fail("The model was closed."); worker.terminate(); },
-      };
-    });
+    return {
+      call: function (message, transfer) {
+        if (broken) return Promise.reject(broken);
+        return new Promise(function (resolve, reject) {
+          message.id = next++;
+          pending[message.id] = { resolve: resolve, reject: reject };
+          worker.postMessage(message, transfer || []);
+        });
+      },
+      close: function () { fail("The model was closed."); worker.terminate(); },
+    };
   }
 
   // Runs a generator (forward.js's steps) in slices of SLICE_MS with a task between them.
@@ -218,20 +255,6 @@
       }
     }
     return nextTask().then(slice);
-  }
-
-  // The engine on this thread: building the model and every forward pass advance in slices.
-  function mainEngine(spec, dense) {
-    var engine = runtime.engine(null, false), closed = false;
-    function stopped() { return closed; }
-    return sliced(engine.modelSteps(spec, dense), stopped).then(function (model) {
-      return {
-        mode: "main",
-        addShard: function (index, buffer, entry) { engine.addShard(model, index, buffer, entry.count, entry.scales_offset); },
-        run: function (ids) { return sliced(engine.forward(model, ids), stopped); },
-        close: function () { closed = true; },
-      };
-    });
   }
 
   // ---- loading -------------------------------------------------------------------------------
@@ -254,17 +277,17 @@
     });
   }
 
-  function shardsFor(manifest, ids) {
-    var rows = manifest.spec.shard_rows, seen = {}, out = [];
-    for (var i = 0; i < ids.length; i++) {
-      var id = ids[i];
-      if (!(id >= 0 && id < manifest.spec.config.vocab_size && id === Math.floor(id))) {
-        throw new Error("Token id " + id + " is outside the model's vocabulary.");
-      }
-      var s = Math.floor(id / rows);
-      if (!seen[s]) { seen[s] = true; out.push(s); }
-    }
-    return out;
+  // Loads the tokenizer's script (its value handed to read, which returns a promise) and every
+  // chunk of weights into `buffer` at its offset, at most PARALLEL scripts at once; onLoaded(entry)
+  // after each file, for the progress bar.
+  function loadWeights(tokenizerEntry, read, chunks, buffer, base, signal, onLoaded) {
+    function check() { if (signal.aborted) throw aborted(signal); }
+    return eachLimited([tokenizerEntry].concat(chunks), PARALLEL, function (entry) {
+      return loadScript(absolute(entry.src, base), signal).then(function (value) {
+        if (entry === tokenizerEntry) return read(value).then(check);
+        return decodeInto(value, new Uint8Array(buffer, entry.offset, entry.bytes), entry, check);
+      }).then(function () { onLoaded(entry); });
+    });
   }
 
   function allocate(bytes) {
@@ -285,93 +308,15 @@
   }
 
   runtime.load = function (options) {
-    var inner = follow(options.signal), signal = inner.signal, onProgress = options.onProgress || function () {};
-    var firstIds = options.ids || [];
-    var workerReady = null, engine = null;
-    function check() { if (signal.aborted) throw aborted(signal); }
-    return readManifest(options.manifestSrc, signal).then(function (m) {
-      var manifest = m.manifest, base = m.url;
-      var chunks = manifest.dense.chunks, first = shardsFor(manifest, firstIds);
-      var total = manifest.load_bytes, loaded = 0;
-      first.forEach(function (s) { total += manifest.shards[s].size; });
-      if (options.worker !== false) workerReady = startWorker();
-      var dense = allocate(manifest.dense.bytes);
-      onProgress(0, total);
-      var vocab = null, files = [manifest.vocab].concat(chunks);
-      return eachLimited(files, PARALLEL, function (entry) {
-        return loadScript(absolute(entry.src, base), signal).then(function (value) {
-          return nextTask().then(function () {  // one file decoded per task
-            check();
-            if (entry === manifest.vocab) vocab = value;
-            else decodeInto(value, new Uint8Array(dense, entry.offset, entry.bytes), entry);
-            loaded += entry.size;
-            onProgress(loaded, total);
-          });
-        });
-      }).then(function () {
-        return workerReady || null;
-      }).then(function (worker) {
-        check();
-        if (worker) return workerEngine(worker, manifest.spec, dense);
-        return mainEngine(manifest.spec, dense);
-      }).then(function (e) {
-        engine = e;
-        var model = makeModel(manifest, base, engine, total);
-        // The tokenizer (static/wordpiece.js, in the same runtime script) over the model's vocabulary.
-        model.tokenizer = runtime.WordPiece && vocab ? runtime.WordPiece(vocab) : null;
-        return model.ensureShards(first, signal, function (entry) {
-          loaded += entry.size;
-          onProgress(loaded, total);
-        }).then(function () { check(); return model; });
-      });
-    }).catch(function (error) {
-      inner.abort();
-      if (engine) engine.close();
-      else if (workerReady) workerReady.then(function (w) { if (w) w.terminate(); });
-      throw error;
-    });
+    var inner = follow(options.signal);
+    return readManifest(options.manifestSrc, inner.signal).then(function (m) {
+      return architecture(m.manifest).load(m, options, inner);
+    }, function (error) { inner.abort(); throw error; });
   };
 
-  function makeModel(manifest, base, engine, totalBytes) {
-    var have = {}, queue = Promise.resolve(), config = manifest.spec.config;
-
-    function ensureShards(indices, signal, onShard) {
-      var inner = follow(signal);
-      return eachLimited(indices.filter(function (s) { return !have[s]; }), PARALLEL, function (s) {
-        var entry = manifest.shards[s];
-        return loadScript(absolute(entry.src, base), inner.signal).then(function (text) {
-          if (have[s]) return;
-          var buffer = allocate(entry.bytes);
-          decodeInto(text, new Uint8Array(buffer), entry);
-          engine.addShard(s, buffer, entry);
-          have[s] = true;
-          if (onShard) onShard(entry);
-        });
-      }).catch(function (error) { inner.abort(); throw error; });
-    }
-
-    return {
-      totalBytes: totalBytes,
-      config: config,
-      mode: engine.mode,
-      model: manifest.model,
-      ensureShards: ensureShards,
-      // ids: [CLS] … [SEP] token ids. Runs one after another, in the order asked.
-      run: function (ids) {
-        ids = Array.prototype.slice.call(ids);
-        var result = queue.then(function () {
-          if (ids.length < 1 || ids.length > config.max_position_embeddings) {
-            throw new Error("The model reads 1 to " + config.max_position_embeddings + " tokens, not " + ids.length + ".");
-          }
-          return ensureShards(shardsFor(manifest, ids)).then(function () { return engine.run(ids); });
-        }).then(function (out) {
-          return { ids: ids, n: ids.length, layers: config.num_hidden_layers, heads: config.num_attention_heads,
-            d: config.hidden_size, attentions: out.attentions, hidden: out.hidden };
-        });
-        queue = result.catch(function () {});
-        return result;
-      },
-      close: function () { engine.close(); },
-    };
-  }
+  // What static/loader-encoder.js and static/loader-decoder.js build on (and a later architecture
+  // would): loading and checking data scripts, Workers, slices of main-thread work.
+  runtime.loading = { SLICE_MS: SLICE_MS, PARALLEL: PARALLEL, absolute: absolute, aborted: aborted, nextTask: nextTask,
+    loadScript: loadScript, decodeInto: decodeInto, startWorker: startWorker, messenger: messenger, sliced: sliced,
+    eachLimited: eachLimited, loadWeights: loadWeights, allocate: allocate, follow: follow };
 })(window);

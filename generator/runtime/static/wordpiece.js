@@ -276,6 +276,8 @@
     });
   }
 
+  runtime.rangeSet = rangeSet;  // static/bpe.js reads its classes the same way
+
   /** The tokenizer of one Labs.runtimeData entry (vocab.py's tokenizer_data), made once per entry. */
   runtime.WordPiece = data => {
     let tokenizer = made.get(data);

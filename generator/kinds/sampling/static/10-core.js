@@ -1,4 +1,4 @@
-/* The sampling lab's arithmetic, the same operations as generator/kinds/sampling/decoding.py on
+/* The sampling lab's arithmetic, the same operations as generator/models/decoding.py on
    the integer weights the build embeds (whole parts of 100 000), so that every comparison is
    exact and a draw with a given seed picks the same word here as in the Python tests.
    Classic script: window.Labs.code.sampling (globalThis.Labs in Node, for those tests). */

@@ -1,9 +1,11 @@
-"""The NumPy behind the sampling lab: temperature, softmax, top-k, top-p and a seeded sampler.
+"""Temperature, softmax, top-k, top-p and a seeded draw: how a next token is picked from logits.
 
 Pure functions of arrays; nothing here knows YAML, pages or files. Shapes are in the
-comments, picoGPT-style: ``[n]`` candidate words, ``[t]`` temperatures of the dial.
+comments, picoGPT-style: ``[n]`` candidate tokens, ``[t]`` temperatures of a dial. The sampling
+lab computes its dial with them, and :mod:`generator.models.sampling` samples the decoder's
+tokens with them.
 
-The page (``static/10-core.js``) repeats :func:`rank`, :func:`top_k_keep`, :func:`top_p_keep`,
+The page (the sampling kind's ``static/10-core.js``, and the decoder engine's sampler) repeats :func:`rank`, :func:`top_k_keep`, :func:`top_p_keep`,
 :func:`shares`, :func:`mulberry32` and :func:`draw` operation for operation on the integer
 weights this module computes at build (:func:`to_parts`), so that a draw with a given seed
 picks the same word in the tests and in the browser. Working on integers makes that exact:
