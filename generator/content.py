@@ -32,7 +32,7 @@ from generator.prose.slug import SLUG_RE, slugify
 from generator.quiz import read_quiz
 from generator.model import Card, Content, FaqItem, Lab, LegendItem, Quiz, Section, Site, Topic, quiz_storage_key
 from generator.filepolicy import file_problem, walk_files
-from generator.hostheaders import ANCESTOR_RE, ANY_ORIGIN
+from generator.hostheaders import frame_ancestors
 from generator.source import Reader, YamlDoc, load_yaml, read_text
 
 _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?")
@@ -48,28 +48,6 @@ def valid_base_url(url: str) -> bool:
     scheme, _, rest = url.partition("://")
     host = rest.split("/", 1)[0]
     return scheme in ("http", "https") and bool(_HOST.fullmatch(host))
-
-
-def _frame_ancestors(r: Reader) -> tuple[str, ...]:
-    """site.yaml's ``embed: frame_ancestors``: the origins that may frame a lab's embed page
-    (default: any). Each is ``*``, ``'self'``, ``'none'`` or an origin such as
-    ``https://moodle.example.edu`` or ``https://*.example.edu:8443``."""
-    if r.value(("embed",)) is None or r.mapping(("embed",), optional=("frame_ancestors",)) is None:
-        return ANY_ORIGIN
-    if r.value(("embed", "frame_ancestors")) is None:
-        return ANY_ORIGIN
-    found: list[str] = []
-    for i, _ in enumerate(r.sequence(("embed", "frame_ancestors")) or []):
-        source = r.string(("embed", "frame_ancestors", i), multiline=False)
-        if source is None:
-            continue
-        if not ANCESTOR_RE.match(source.lower() if source.startswith("http") else source):
-            r.error(("embed", "frame_ancestors", i),
-                    f"frame_ancestors entry {source!r} must be *, 'self', 'none' or an origin such as "
-                    "https://moodle.example.edu (a scheme and a host, an optional port, no path)")
-        elif source not in found:
-            found.append(source)
-    return tuple(found) or ANY_ORIGIN
 
 
 def valid_language(tag: str) -> bool:
@@ -213,15 +191,9 @@ class _Loader:
         if not valid_language(language):
             r.error(("language",), f"language {language!r} must be a language tag such as en, en-GB or pt-BR")
             language = "en"
-        site = Site(
-            title=r.string(("title",), multiline=False) or "",
-            frame_ancestors=_frame_ancestors(r),
-            description=(r.string(("description",)) or "").strip(),
-            base_url=base_url,
-            language=language,
-            topics=tuple(topics),
-            lab_order=tuple(order),
-        )
+        site = Site(title=r.string(("title",), multiline=False) or "", description=(r.string(("description",)) or "").strip(),
+                    base_url=base_url, language=language, topics=tuple(topics), lab_order=tuple(order),
+                    frame_ancestors=frame_ancestors(r))
         return site, doc
 
     # -- labs -------------------------------------------------------------------------

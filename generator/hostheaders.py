@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from generator.source import Reader
+
 BASE_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; base-uri 'self'; "
                "worker-src 'self' blob:")  # blob: the in-page model's Worker (docs/runtime.md)
 CSP = BASE_POLICY.replace("; worker-src", "; frame-ancestors 'none'; worker-src")
@@ -64,3 +66,25 @@ def headers_files(pages: Iterable[str], ancestors: Iterable[str] = ANY_ORIGIN) -
                 + "".join(f'Header always set {name} "{value}"\n' for name, value in embed)
                 + "Header always unset X-Frame-Options\n</FilesMatch>\n</IfModule>\n")
     return {"_headers": "\n".join(rules).encode(), ".htaccess": htaccess.encode()}
+
+
+def frame_ancestors(r: Reader) -> tuple[str, ...]:
+    """site.yaml's ``embed: frame_ancestors``: the origins that may frame a lab's embed page
+    (default: any). Each is ``*``, ``'self'``, ``'none'`` or an origin such as
+    ``https://moodle.example.edu`` or ``https://*.example.edu:8443``."""
+    if r.value(("embed",)) is None or r.mapping(("embed",), optional=("frame_ancestors",)) is None:
+        return ANY_ORIGIN
+    if r.value(("embed", "frame_ancestors")) is None:
+        return ANY_ORIGIN
+    found: list[str] = []
+    for i, _ in enumerate(r.sequence(("embed", "frame_ancestors")) or []):
+        source = r.string(("embed", "frame_ancestors", i), multiline=False)
+        if source is None:
+            continue
+        if not ANCESTOR_RE.match(source.lower() if source.startswith("http") else source):
+            r.error(("embed", "frame_ancestors", i),
+                    f"frame_ancestors entry {source!r} must be *, 'self', 'none' or an origin such as "
+                    "https://moodle.example.edu (a scheme and a host, an optional port, no path)")
+        elif source not in found:
+            found.append(source)
+    return tuple(found) or ANY_ORIGIN
