@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
 import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -213,7 +215,8 @@ class HeadersHost:
         from generator.serve.statichost import StaticHostHandler, StaticHostServer
 
         rules: list[tuple[str, list[tuple[str, str]]]] = []
-        for block in (folder / "_headers").read_text(encoding="utf-8").split("\n\n"):
+        headers = folder / "_headers"  # a folder without one (a host page of the tests) gets no headers
+        for block in (headers.read_text(encoding="utf-8") if headers.is_file() else "").split("\n\n"):
             lines = [line for line in block.splitlines() if line and not line.startswith("#")]
             if lines:
                 rules.append((lines[0], [tuple(x.strip() for x in line.split(":", 1)) for line in lines[1:]]))
@@ -236,3 +239,19 @@ class HeadersHost:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+@contextlib.contextmanager
+def watched_page(browser, width: int = 1280, height: int = 800, allowed: Callable[[str], bool] = lambda _: False):
+    """A page in a fresh browser context; a console error (unless ``allowed`` takes its text) or an
+    uncaught exception in any of its frames fails the test when the page is done with."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    problems: list[str] = []
+    context.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
+               if m.type == "error" and not allowed(m.text) else None)
+    context.on("weberror", lambda e: problems.append(f"uncaught: {e.error}"))
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+    assert not problems, problems

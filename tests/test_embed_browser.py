@@ -8,14 +8,10 @@ Needs Chromium (tests/conftest.py); these tests fail without it, never skip."""
 
 from __future__ import annotations
 
-import functools
 import re
-import threading
 
 import pytest
-from conftest import HeadersHost
-
-from generator.serve.statichost import StaticHostHandler, StaticHostServer
+from conftest import HeadersHost, watched_page
 
 pytestmark = pytest.mark.browser
 
@@ -65,28 +61,18 @@ def host(tmp_path_factory, site):
     folder = tmp_path_factory.mktemp("host-page")
     (folder / "index.html").write_text(host_html(site.origin), encoding="utf-8")
     (folder / "host.js").write_text(HOST_JS, encoding="utf-8")
-    server = StaticHostServer(("127.0.0.1", 0), functools.partial(StaticHostHandler, directory=str(folder)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    origin = f"http://127.0.0.1:{server.server_address[1]}"
-    assert origin != site.origin
-    yield origin
-    server.shutdown()
-    server.server_close()
+    served = HeadersHost(folder)
+    assert served.origin != site.origin
+    yield served.origin
+    served.close()
 
 
 @pytest.fixture
 def page(browser, host):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    problems: list[str] = []
     # The one error expected: the full lab page refusing its frame (frame-ancestors 'none').
-    context.on("console", lambda m: problems.append(m.text)
-               if m.type == "error" and "frame-ancestors" not in m.text and "X-Frame-Options" not in m.text else None)
-    context.on("weberror", lambda e: problems.append(f"uncaught: {e.error}"))
-    page = context.new_page()
-    page.goto(host + "/")
-    yield page
-    context.close()
-    assert not problems, problems
+    with watched_page(browser, height=900, allowed=lambda text: "frame-ancestors" in text or "X-Frame-Options" in text) as page:
+        page.goto(host + "/")
+        yield page
 
 
 def lab_frame(page):

@@ -9,18 +9,14 @@ Needs Chromium (tests/conftest.py); these tests fail without it or scorm-again, 
 
 from __future__ import annotations
 
-import functools
 import re
 import shutil
-import threading
 import zipfile
 from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from conftest import ROOT
-
-from generator.serve.statichost import StaticHostHandler, StaticHostServer
+from conftest import ROOT, HeadersHost, watched_page
 
 pytestmark = pytest.mark.browser
 
@@ -83,22 +79,15 @@ def package(tmp_path_factory) -> tuple[Path, str]:
 @pytest.fixture(scope="module")
 def lms(package):
     folder, launch = package
-    server = StaticHostServer(("127.0.0.1", 0), functools.partial(StaticHostHandler, directory=str(folder)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/lms.html?launch={launch}"
-    server.shutdown()
-    server.server_close()
+    served = HeadersHost(folder)  # no _headers in a package: served as it is
+    yield f"{served.origin}/lms.html?launch={launch}"
+    served.close()
 
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    problems: list[str] = []
-    context.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-    context.on("weberror", lambda e: problems.append(f"uncaught: {e.error}"))
-    yield context.new_page()
-    context.close()
-    assert not problems, problems
+    with watched_page(browser, height=900) as page:
+        yield page
 
 
 def cmi(page, element: str) -> str:

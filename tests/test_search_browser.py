@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import HeadersHost
+from conftest import HeadersHost, watched_page
 
 pytestmark = pytest.mark.browser
 
@@ -30,13 +30,8 @@ def host(shipped_site):
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    problems: list[str] = []
-    context.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-    context.on("weberror", lambda e: problems.append(f"uncaught: {e.error}"))
-    yield context.new_page()
-    context.close()
-    assert not problems, problems
+    with watched_page(browser) as page:
+        yield page
 
 
 def url(where: str, site, host, path: str = "labs/sampling/") -> str:
