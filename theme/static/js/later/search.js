@@ -65,7 +65,8 @@
   input.setAttribute("aria-controls", "search-list");
   input.setAttribute("aria-autocomplete", "list");
   const MAX_PAGES = 8, MAX_PER_PAGE = 4, PREFIX_FROM = 3;
-  let data = null, index = null, shown = [], active = -1, typed = "";
+  let data = null, index = null, shown = [], active = -1, typed = "", redraw = 0;
+  const asked = new Set(); // the pages' text files asked for
 
 
   /* ---------- matching ---------- */
@@ -157,8 +158,18 @@
     status.textContent = !typed ? "" : n ? `${n} result${n > 1 ? "s" : ""} on ${pages} page${pages > 1 ? "s" : ""}` : `No results for “${typed}”`;
     open(!!typed);
     select(n ? 0 : -1);
-    const want = groups.map(g => data.pages[g.page]).filter(p => !(Labs.data.searchText || {})[p[0]]);
-    for (const p of want) u.load(root + "assets/" + p[2]).then(() => { if (typed) render(); }, () => {});
+    // The texts of the pages shown, each asked for once; the list is drawn again once a frame at
+    // most as they come (a render per arrival, each adding its own wait on those still loading,
+    // would multiply the renders).
+    for (const g of groups) {
+      const file = data.pages[g.page][2];
+      if (asked.has(file)) continue;
+      asked.add(file);
+      u.load(root + "assets/" + file).then(again, () => asked.delete(file)); // failed: asked again next time
+    }
+  }
+  function again() {
+    redraw ||= requestAnimationFrame(() => { redraw = 0; if (typed) render(); });
   }
 
   function open(on) {
