@@ -230,7 +230,7 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
     link_problems = check_links(links, known, content)
     if link_problems:
         raise ContentError(link_problems)
-    finish_site(files, content_dir, written)
+    finish_site(files, content, content_dir, written)
     report(f"rendered {sum(p.endswith('.html') for p in known)} pages ({time.perf_counter() - t:.2f} s)")
     return files, content, written
 

@@ -130,6 +130,17 @@ def cmd_kinds(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from generator.build import default_cache_dir
+    from generator.export.run import export
+
+    written = export(args.format, args.content, _theme(args), args.output or Path("exports") / args.format,
+                     base_url=args.base_url, report=_out, options=_kind_options(args),
+                     cache_dir=default_cache_dir(args.content))
+    _out(f"exported {len(written)} {args.format.upper()} package{'s' * (len(written) != 1)}")
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from generator.serve.server import serve
 
@@ -292,6 +303,20 @@ def parser() -> argparse.ArgumentParser:
     n.add_argument("--topic", metavar="SLUG", default=None, help="topic slug (default: the first topic in site.yaml)")
     content_opt(n)
     n.set_defaults(func=cmd_new, usage_error=n.error)
+
+    e = sub.add_parser("export", help="write each lab as a package for a learning management system",
+                       description="Build the site in memory (everything labs check checks), then write one package "
+                                   "per lab: qti, its quiz as an IMS QTI 2.1 package (Moodle, Canvas); scorm, its page "
+                                   "as a SCORM 1.2 package of one SCO that reports the quiz's score and status.")
+    e.add_argument("format", choices=("qti", "scorm"), help="qti or scorm")
+    content_opt(e)
+    theme_opt(e)
+    e.add_argument("--output", type=Path, default=None, metavar="DIR",
+                   help="where the packages go, one <slug>.zip per lab (default: exports/qti/ or exports/scorm/)")
+    e.add_argument("--base-url", metavar="URL", default=None, type=_base_url,
+                   help="the published site, where links out of a package lead (default: base_url in site.yaml)")
+    kind_opts(e)
+    e.set_defaults(func=cmd_export)
 
     k = sub.add_parser("kinds", help="list the installed lab kinds",
                        description="List the lab kinds found through the attention_labs.kinds entry points.")

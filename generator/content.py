@@ -32,6 +32,7 @@ from generator.prose.slug import SLUG_RE, slugify
 from generator.quiz import read_quiz
 from generator.model import Card, Content, FaqItem, Lab, LegendItem, Quiz, Section, Site, Topic, quiz_storage_key
 from generator.filepolicy import file_problem, walk_files
+from generator.hostheaders import frame_ancestors
 from generator.source import Reader, YamlDoc, load_yaml, read_text
 
 _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?")
@@ -155,7 +156,7 @@ class _Loader:
         if doc is None:
             return None, None
         r = Reader(doc, self.diags, content=self.root)
-        if r.mapping((), required=("title", "description", "topics"), optional=("base_url", "language", "labs")) is None:
+        if r.mapping((), required=("title", "description", "topics"), optional=("base_url", "language", "labs", "embed")) is None:
             return None, doc
         topics: list[Topic] = []
         seen: set[str] = set()
@@ -190,14 +191,9 @@ class _Loader:
         if not valid_language(language):
             r.error(("language",), f"language {language!r} must be a language tag such as en, en-GB or pt-BR")
             language = "en"
-        site = Site(
-            title=r.string(("title",), multiline=False) or "",
-            description=(r.string(("description",)) or "").strip(),
-            base_url=base_url,
-            language=language,
-            topics=tuple(topics),
-            lab_order=tuple(order),
-        )
+        site = Site(title=r.string(("title",), multiline=False) or "", description=(r.string(("description",)) or "").strip(),
+                    base_url=base_url, language=language, topics=tuple(topics), lab_order=tuple(order),
+                    frame_ancestors=frame_ancestors(r))
         return site, doc
 
     # -- labs -------------------------------------------------------------------------

@@ -41,6 +41,9 @@ class Site:
     language: str
     topics: tuple[Topic, ...]
     lab_order: tuple[str, ...]
+    # Who may frame a lab's embed page (labs/<slug>/embed.html): CSP frame-ancestors sources;
+    # "*" is any origin. Full pages are never framed (generator.hostheaders).
+    frame_ancestors: tuple[str, ...] = ("*",)
 
 
 @pickled_as_call

@@ -26,10 +26,12 @@ from typing import Any
 
 from generator.content import RecordingLinkTargets, SiteSource, load_lab as _read_lab, static_files
 from generator.errors import BuildError, ContentError, Diagnostic
+from generator.hostheaders import headers_files
 from generator.kinds import Computed, LabKind, get_kind
 from generator.links import PageLinks, collect, page_links, partial_link_problems
 from generator.model import Content, Lab
 from generator.render import Renderer
+from generator.search.index import search_files
 from generator.sitefolder import MARKER, MARKER_TEXT
 
 
@@ -188,10 +190,15 @@ def kinds_site_files(content: Content, options: Mapping[str, Any] | None, store:
     return files
 
 
-def finish_site(files: dict[str, bytes], content_dir: Path, written: Collection[str] = ()) -> None:
-    """Add what every site has besides the pages to ``files``: the marker that makes the folder ours
-    and ``content/static/``, copied as it is. A file there must not take a path the build makes:
-    one of ``files`` or of ``written`` (the paths already written into the site's folder). Raises
+def finish_site(files: dict[str, bytes], content: Content, content_dir: Path, written: Collection[str] = ()) -> None:
+    """Add what every site has besides the pages to ``files``: its search (:mod:`generator.search`:
+    the index of every page, made afresh from ``content`` by every build), the headers files for
+    static hosts (:mod:`generator.hostheaders`), the marker that makes the folder ours and
+    ``content/static/``, copied as it is. A file there must not take a path the build makes: one
+    of ``files`` or of ``written`` (the paths already written into the site's folder). Raises
     ContentError for such a file or a link out of ``content/``."""
+    files.update(search_files(content))
+    pages = [path for path in (*files, *written) if path.endswith(".html")]
+    files.update(headers_files(pages, content.site.frame_ancestors))
     files[MARKER] = MARKER_TEXT
     files.update(static_files(content_dir, files if not written else set(files) | set(written)))

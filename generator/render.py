@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from markupsafe import Markup
 
 from generator.errors import BuildError, display_path
+from generator.hostheaders import EMBED_NAME
 from generator.kinds import LabKind, get_kind
 from generator.kinds.helpers import SHARED_FOLDER
 from generator.webfiles import fingerprint, json_for_script
@@ -205,6 +206,14 @@ class Renderer:
             next_lab=next_lab,
         )
         self._check_weight(lab, kind, data.embedded, files[path + "index.html"])
+        # Its embed page: the interactive part alone, beside the page, so it names the same files
+        # the same way; its canonical address is the lab page's (docs/embedding.md).
+        embed = Page(path=path, title=f"{lab.label} · {lab.title}: {kind.widget_title} | {self.site.title}",
+                     description=lab.summary, canonical=page.canonical, root=page.root, og_type="article",
+                     jsonld=Markup(""), lang=self.site.language)
+        files[path + EMBED_NAME] = self._render("embed.html", embed, lab=lab, kind=kind, payload=payload,
+                                                topic=self.content.topic(lab.topic), lab_json=json_for_script(data.embedded),
+                                                prev_lab=prev_lab, next_lab=next_lab)
         return files
 
     def _check_weight(self, lab: Lab, kind: LabKind, embedded: Any, html: bytes) -> None:

@@ -97,8 +97,9 @@ class Theme:
     def assets(self) -> dict[str, bytes]:
         """Built assets by logical name: ``site.css`` and ``site.js`` (``static/css``, ``static/js``),
         ``kind-<name>.css`` and ``kind-<name>.js`` (each kind's ``static/``), minified and
-        concatenated in file-name order; ``later/<name>.js`` (``static/js/later/``), each minified
-        alone, for a page to add when a part that needs it comes in (the ``later`` filter); plus
+        concatenated in file-name order; ``later/<name>.js`` (``static/js/later/``) and ``later/<name>.css``
+        (``static/css/later/``), each minified alone, for a page to add when a part that needs it
+        comes in (the ``later`` filter, the search box's first focus, an embed page); plus
         every other file of ``static/`` as it is."""
         out: dict[str, bytes] = {}
         bundles = {f"site.{ext}": f"static/{ext}/" for ext in ("css", "js")}
@@ -115,6 +116,8 @@ class Theme:
         for rel, path in self.files.items():
             if rel.startswith("static/js/later/") and rel.endswith(".js"):  # added by a page when a part needs it
                 out[rel[len("static/js/"):]] = rjsmin.jsmin(path.read_text(encoding="utf-8")).encode() + b"\n"
+            elif rel.startswith("static/css/later/") and rel.endswith(".css"):  # likewise, its styles
+                out[rel[len("static/css/"):]] = rcssmin.cssmin(path.read_text(encoding="utf-8")).encode() + b"\n"
             elif rel.startswith("static/") and rel.split("/")[1] not in ("css", "js"):
                 out[rel[len("static/"):]] = path.read_bytes()
         return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -9,6 +10,7 @@ import os
 import re
 import shutil
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -196,3 +198,69 @@ def tree(folder: Path) -> dict[str, str]:
     """Every file under ``folder`` by relative path, with the SHA-256 of its bytes."""
     return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# -- the shipped course built once, for the tests of the search, the embed pages and the exports --
+
+@pytest.fixture(scope="session")
+def shipped_site(tmp_path_factory) -> Path:
+    """The shipped course (content/) built once per session with the default theme: its folder."""
+    from generator.build import build
+
+    out = tmp_path_factory.mktemp("shipped-site") / "site"
+    build(ROOT / "content", None, out)
+    return out
+
+
+class HeadersHost:
+    """A built site served as Netlify or Cloudflare Pages would serve it: files as they are, the
+    site's 404 page, and the headers its ``_headers`` file gives each path (an exact path, or a
+    prefix ending in ``*``): the full pages' CSP forbids framing, an embed page's allows it."""
+
+    def __init__(self, folder: Path):
+        import functools
+        import threading
+
+        from generator.serve.statichost import StaticHostHandler, StaticHostServer
+
+        rules: list[tuple[str, list[tuple[str, str]]]] = []
+        headers = folder / "_headers"  # a folder without one (a host page of the tests) gets no headers
+        for block in (headers.read_text(encoding="utf-8") if headers.is_file() else "").split("\n\n"):
+            lines = [line for line in block.splitlines() if line and not line.startswith("#")]
+            if lines:
+                rules.append((lines[0], [tuple(x.strip() for x in line.split(":", 1)) for line in lines[1:]]))
+
+        class Handler(StaticHostHandler):
+            def end_headers(self):
+                path = self.path.split("?")[0].split("#")[0]
+                matched = [headers for pattern, headers in rules
+                           if path == pattern or pattern.endswith("*") and path.startswith(pattern[:-1])]
+                assert len(matched) <= 1, f"{len(matched)} rules of _headers match {path}"
+                for name, value in (matched[0] if matched else []):
+                    self.send_header(name, value)
+                self.send_header("Cache-Control", "no-store")
+                super().end_headers()
+
+        self.server = StaticHostServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(folder)))
+        self.origin = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@contextlib.contextmanager
+def watched_page(browser, width: int = 1280, height: int = 800, allowed: Callable[[str], bool] = lambda _: False):
+    """A page in a fresh browser context; a console error (unless ``allowed`` takes its text) or an
+    uncaught exception in any of its frames fails the test when the page is done with."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    problems: list[str] = []
+    context.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
+               if m.type == "error" and not allowed(m.text) else None)
+    context.on("weberror", lambda e: problems.append(f"uncaught: {e.error}"))
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+    assert not problems, problems

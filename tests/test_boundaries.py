@@ -60,14 +60,22 @@ def rule_for(module: str) -> Rule:
     if module.startswith("generator.speed"):
         return Rule("speed", ("generator.speed", "=generator", "=generator.content", "=generator.errors",
                               "=generator.filepolicy", "=generator.kinds"))
+    if module.startswith("generator.search"):
+        return Rule("the site search", ("generator.search", "=generator.model", "=generator.webfiles",
+                                        "generator.prose"))
+    if module.startswith("generator.export"):
+        return Rule("the LMS exports", ("generator.export", "=generator.build", "=generator.errors",
+                                        "generator.speed"))
     if module.startswith("generator.serve"):
-        stages = ("content", "errors", "filepolicy", "links", "model", "pipeline", "render", "sitefolder", "theme")
+        stages = ("content", "errors", "filepolicy", "hostheaders", "links", "model", "pipeline", "render", "sitefolder",
+                  "theme")
         return Rule("the dev server", ("generator.serve", "generator.speed", "=generator.kinds")
                     + tuple(f"=generator.{m}" for m in stages))
     assert module in ROOT_MODULES, f"{module}: no rule says what it may import"
     # The CLI adds the shared models' own commands (labs models, labs next) beside the kinds' ones.
     return Rule("the generic core", tuple(f"={m}" for m in sorted(ROOT_MODULES)) + KIND_API
-                + ("generator.prose", "generator.serve", "generator.speed", "=generator.runtime.commands"))
+                + ("generator.prose", "generator.serve", "generator.speed", "generator.search", "generator.export",
+                   "=generator.runtime.commands"))
 
 
 def allows(rule: Rule, name: str) -> bool:

@@ -58,10 +58,18 @@ def test_output_has_every_page_the_sitemap_robots_and_fingerprinted_assets(proje
     assert sorted(f.split("/")[-1].split(".")[0] for f in shared) == \
         ["own", "own-real", "pattern", "spotlight-more", "sqrt-demo", "sqrt-demo"]
     assert not {f.split("/")[-1] for f in beside} & {f.split("/")[-1] for f in shared}
+    # The search (lunr.js, each page's texts) and the code the header's box and a lab's embed tools
+    # bring on first use; the index, the embed pages and the hosts' headers files have fixed names.
+    search = [f for f in files if re.fullmatch(r"assets/(lunr|search/[a-z0-9-]+)\.[0-9a-f]{8}\.js", f)]
+    tools = [f for f in files if re.fullmatch(r"assets/later/(search|embed|embed-code)\.[0-9a-f]{8}\.(js|css)", f)]
+    assert sorted(f.split("/")[-1].split(".")[0] for f in search) == ["labs-alpha", "labs-beta", "lunr", "topics-basics"]
+    assert sorted(f.split("/")[-1].removesuffix(".js").removesuffix(".css")[:-9] for f in tools) == \
+        ["embed", "embed", "embed-code", "search", "search"]
     assert files == {
         "index.html", "labs/alpha/index.html", "labs/beta/index.html", "topics/basics/index.html",
         "topics/later/index.html", "404.html", "sitemap.xml", "robots.txt", "assets/favicon.svg", "assets/nojs.css", MARKER,
-        css[0], js[0], *kind, *later, *beside, *shared,
+        "labs/alpha/embed.html", "labs/beta/embed.html", "assets/search-index.js", "_headers", ".htaccess",
+        css[0], js[0], *kind, *later, *beside, *shared, *search, *tools,
     }
 
 
@@ -108,7 +116,7 @@ def test_a_script_that_a_part_brings_is_its_own_file_and_a_custom_theme_can_repl
     (project / "theme/static/js/later").mkdir(parents=True)
     (project / "theme/static/js/later/quiz.js").write_text("/* mine */\nwindow.mine = 1;\n", encoding="utf-8")
     result = build(project / "content", project / "theme", project / "site")
-    [name] = [n for n in result.files if n.startswith("assets/later/")]
+    [name] = [n for n in result.files if n.startswith("assets/later/quiz.")]
     data = result.files[name]
     assert data == rjsmin.jsmin("/* mine */\nwindow.mine = 1;\n").encode() + b"\n"
     assert name == f"assets/later/quiz.{hashlib.sha256(data).hexdigest()[:8]}.js"
@@ -248,7 +256,7 @@ def test_build_and_check_never_write_into_content_or_theme(project):
 
 def test_check_writes_nothing(project):
     result = check(project / "content", project / "theme")
-    assert result.output is None and result.pages == 6
+    assert result.output is None and result.pages == 8  # 4 site pages, 2 labs, their 2 embed pages
     assert sorted(os.listdir(project)) == ["content", "theme"]
 
 

@@ -94,8 +94,8 @@ def test_build_prints_one_line_per_stage_and_a_summary(project, capsys):
     patterns = [
         rf"loaded 2 labs from content/ \({SECONDS}\)",
         rf"computed 2 labs: 2 attention \({SECONDS}\)",
-        rf"rendered 6 pages \({SECONDS}\)",
-        rf"built 6 pages, 2 labs in {SECONDS} → site/",
+        rf"rendered 8 pages \({SECONDS}\)",
+        rf"built 8 pages, 2 labs in {SECONDS} → site/",
     ]
     assert len(out) == len(patterns) and all(re.fullmatch(p, line) for p, line in zip(patterns, out)), out
     assert (project / "site/labs/alpha/index.html").is_file()
@@ -110,7 +110,7 @@ def test_build_summary_counts_one_lab_in_the_singular(project, capsys):
     code, out, err = run(capsys, "build", "--content", "content", "--theme", "theme", "--output", "site")
     assert (code, err) == (0, [])
     assert out[0].startswith("loaded 1 lab from content/ (")
-    assert re.fullmatch(rf"built 5 pages, 1 lab in {SECONDS} → site/", out[-1]), out
+    assert re.fullmatch(rf"built 6 pages, 1 lab in {SECONDS} → site/", out[-1]), out
 
 
 def test_content_errors_exit_1_with_every_error_line(project, capsys):
@@ -200,7 +200,7 @@ def test_missing_folders_are_errors_not_tracebacks(project, capsys, argv, line):
 def test_check_validates_everything_and_writes_nothing(project, capsys):
     code, out, err = run(capsys, "check", "--content", "content", "--theme", "theme")
     assert (code, err) == (0, [])
-    assert re.fullmatch(rf"ok: 2 labs, 6 pages checked in {SECONDS} — no errors", out[-1]), out
+    assert re.fullmatch(rf"ok: 2 labs, 8 pages checked in {SECONDS} — no errors", out[-1]), out
     assert sorted(os.listdir(project)) == ["content", "theme"]
 
 

@@ -167,7 +167,8 @@ def test_init_writes_a_site_that_builds_where_it_is(tmp_path, monkeypatch, capsy
     assert labs == sorted(f"first-{k}-lab" for k in kind_names() if type(get_kind(k)).__module__.startswith("generator."))
     code, out, err = run(capsys, "build")
     assert code == 0, err
-    assert re.match(rf"built {len(labs) + 3} pages, {len(labs)} labs? in ", out[-1]), out
+    # Two pages a lab (its page and its embed page), the index, a topic page and the 404 page.
+    assert re.match(rf"built {2 * len(labs) + 3} pages, {len(labs)} labs? in ", out[-1]), out
     index = Path("site/index.html").read_text(encoding="utf-8")
     for slug in labs:
         assert f"labs/{slug}/" in index

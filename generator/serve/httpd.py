@@ -32,21 +32,15 @@ from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from generator.errors import BuildError, Diagnostic, MoreErrors
+from generator.hostheaders import ANY_ORIGIN, CSP, page_headers
 from generator.serve.limits import STREAM_CHECK_SECONDS, LimitedHandlerMixin, LimitedHTTPServer, peer_gone
 
 log = logging.getLogger(__name__)
 
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; base-uri 'self'; "
-       "frame-ancestors 'none'; worker-src 'self' blob:")  # blob: the in-page model's Worker (docs/runtime.md)
-# Sent with every response, error responses of the HTTP layer (400, 414, 431, 501) included.
-SECURITY_HEADERS = (
-    ("Cache-Control", "no-store"),
-    ("X-Content-Type-Options", "nosniff"),
-    # The policy the pages are built for, so a mistake in a theme shows up while writing.
-    ("Content-Security-Policy", CSP),
-    ("X-Frame-Options", "DENY"),
-    ("Referrer-Policy", "no-referrer"),
-)
+# Sent with every response, error responses of the HTTP layer (400, 414, 431, 501) included: the
+# policy the pages are built for (generator.hostheaders), so a mistake in a theme shows up while
+# writing; a lab's embed page gets the headers that let it be framed, as a static host sends them.
+SECURITY_HEADERS = (("Cache-Control", "no-store"),) + page_headers("index.html")
 REQUEST_TIMEOUT_SECONDS = 10  # a request (line and headers) must arrive whole within this long
 MAX_CONNECTIONS = 64  # request slots (each a thread); see generator.serve.limits
 MAX_STREAMS = 64  # live-reload streams open at once, on top of the request slots
@@ -170,12 +164,16 @@ class LiveSite:
         self.stopping = False
         self._assets = 0  # counts changes of the files pages use (non-HTML)
         self._etags: dict[str, tuple[bytes, str]] = {}
+        self.frame_ancestors: tuple[str, ...] = ANY_ORIGIN  # who may frame an embed page (site.yaml)
 
     def publish(self, files: dict[str, bytes] | None, errors: Iterable[dict] = (),
-                changed: Iterable[str] | None = None) -> None:
+                changed: Iterable[str] | None = None, frame_ancestors: tuple[str, ...] | None = None) -> None:
         """Serve ``files`` (None: keep the last good ones) with ``errors`` shown on every page.
-        ``changed`` names the files that differ from the last ones (None: maybe all)."""
+        ``changed`` names the files that differ from the last ones (None: maybe all);
+        ``frame_ancestors``, the site's who-may-frame-an-embed-page (None: as before)."""
         with self.cond:
+            if frame_ancestors is not None:
+                self.frame_ancestors = frame_ancestors
             if files is not None:
                 if changed is None or any(not path.endswith(".html") for path in changed):
                     self._assets += 1  # a stylesheet, script or image changed: every page reloads
@@ -227,9 +225,12 @@ class _Handler(LimitedHandlerMixin, BaseHTTPRequestHandler):
     # security headers: a request line that cannot be read is answered as HTTP/1.0.
     default_request_version = "HTTP/1.0"
 
+    page = ""  # the site's file this response sends (an embed page has headers of its own)
+
     def end_headers(self) -> None:
         """Every response carries the security headers, the HTTP layer's own errors included."""
-        for name, value in SECURITY_HEADERS:
+        self.send_header("Cache-Control", "no-store")
+        for name, value in page_headers(self.page, self.server.live.frame_ancestors):
             self.send_header(name, value)
         super().end_headers()
 
@@ -268,6 +269,7 @@ class _Handler(LimitedHandlerMixin, BaseHTTPRequestHandler):
 
     def _respond(self, body: bool) -> None:
         live = self.server.live
+        self.page = ""  # a connection serves one request after another
         try:
             if not self._host_allowed():
                 return self._send(400, TEXT, b"bad request: unexpected Host header\n", body)
@@ -289,6 +291,7 @@ class _Handler(LimitedHandlerMixin, BaseHTTPRequestHandler):
             if key not in files:
                 return self._send(404, TEXT, b"not found\n", body)
             data = files[key]
+            self.page = key
             if key.endswith(".html"):
                 data = inject_reload(data, live.etag(key, data))
             self._send(status, content_type(key), data, body)

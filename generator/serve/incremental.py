@@ -401,7 +401,7 @@ class SiteBuilder:
             raise ContentError(problems)
         files = dict(rendered.files)
         files.update(kinds_site_files(content, self.options, None, taken=rendered.files))
-        finish_site(files, self.content_dir)
+        finish_site(files, content, self.content_dir)
         last = self._last_good
         delta = {p for p, d in files.items() if p not in last or (last[p] is not d and last[p] != d)}
         delta |= set(last) - set(files)

@@ -201,7 +201,7 @@ class DevServer:
                                "message": f"internal error (a bug in labs, please report it): "
                                           f"{type(exc).__name__}: {exc}"}], [])
             return None
-        self.live.publish(result.files, [], result.changed)
+        self.live.publish(result.files, [], result.changed, result.content.site.frame_ancestors)
         if self._failing:
             self.report("errors fixed")
             self._failing = False

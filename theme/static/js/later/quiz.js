@@ -69,9 +69,14 @@ window.Labs.later.when("quiz", quiz => { // once the quiz is in the page (15-lat
     fb.textContent = text;
   }
 
+  /** The score shown, and announced to whatever listens for "labs:quiz" on the document (the
+      SCORM package's script, docs/lms.md): {correct, answered, total}, first answers counted. */
   function score() {
-    scoreEl.querySelector("[data-quiz-correct]").textContent = questions.filter(q => isRight(q, first[qid(q)])).length;
+    const correct = questions.filter(q => isRight(q, first[qid(q)])).length;
+    scoreEl.querySelector("[data-quiz-correct]").textContent = correct;
     scoreEl.hidden = false;
+    const answered = questions.filter(q => Array.isArray(first[qid(q)])).length;
+    document.dispatchEvent(new CustomEvent("labs:quiz", { detail: { correct, answered, total: questions.length } }));
   }
   function answer(q, chosen) {
     if (chosen && !chosen.length) return feedback(q, q.dataset.type === "multiple" ? "Tick at least one option, then Check." : "Pick an answer, then Check.");

@@ -1,0 +1,1 @@
+(((window.Labs||={}).data||={}).searchText||={})["labs/beta/"]=["Reading one sentence from another. A second fixture lab, with cross-attention and no optional parts.","Beta reads French. Back to Alpha.","The same sequence · The other sequence","Because a translation shows cross-attention best."];

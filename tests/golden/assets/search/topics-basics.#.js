@@ -1,0 +1,1 @@
+(((window.Labs||={}).data||={}).searchText||={})["topics/basics/"]=["The first steps, in order."];

@@ -1,0 +1,238 @@
+/* The header's search box ([data-search]): added by js/30-tools.js when the box is first
+   focused. It loads the site's index (assets/search-index.js, written by
+   generator/search/index.py) and lunr.js, which the index names, then searches as the learner
+   types.
+
+   The box is an ARIA combobox with a listbox popup (WAI-ARIA APG, "list autocomplete with
+   automatic selection"): the focus stays in the text box; the first result is the active option
+   (aria-activedescendant), Down/Up move it, Enter opens it, Escape closes the list (a second
+   Escape empties the box), a click opens a result. Results are grouped by page, best page first,
+   each with its part's title and a snippet of its text (a page's texts are loaded when one of its
+   results is first shown), the words that matched marked with <mark>. A status line says how
+   many results there are, for screen readers too.
+
+   Matching: every word typed must match (English stems: "tokenizer" finds "tokenization");
+   the word being typed also matches as the start of a word, from its third letter on. */
+(() => {
+  "use strict";
+  const Labs = window.Labs, u = Labs.util, h = u.h;
+  /** lunr's serialised index from the compact one: the terms and their postings as lunr's builder
+      numbered and counted them, scored here as lunr.Builder.createFieldVectors scores them. */
+  function expand(d) {
+    const F = d.fields, nf = F.length, lens = d.lens, n = lens.length / nf, terms = d.terms ? d.terms.split(" ") : [];
+    const inverted = Object.create(null), tfs = Array.from({ length: n * nf }, () => []), idf = [];
+    const avg = F.map((_, f) => { let s = 0; for (let i = 0; i < n; i++) s += lens[i * nf + f]; return s / n; });
+    (terms.length ? d.post.split(";") : []).forEach((p, k) => {
+      const posting = { _index: k };
+      let count = 0;
+      p.split("|").forEach((items, f) => {
+        const docs = posting[F[f]] = {};
+        let doc = 0;
+        if (items) for (const item of items.split(",")) {
+          const c = item.indexOf(":");
+          doc += parseInt(c < 0 ? item : item.slice(0, c), 36);
+          docs[doc] = {};
+          count++;
+          tfs[doc * nf + f].push(k, c < 0 ? 1 : parseInt(item.slice(c + 1), 36));
+        }
+      });
+      inverted[terms[k]] = posting;
+      idf[k] = Math.log(1 + Math.abs((n - count + 0.5) / (count + 0.5)));
+    });
+    const fieldVectors = [];
+    for (let i = 0; i < n; i++) for (let f = 0; f < nf; f++) {
+      const t = tfs[i * nf + f], norm = 1.2 * (1 - 0.75 + 0.75 * (lens[i * nf + f] / avg[f])), elements = [];
+      for (let j = 0; j < t.length; j += 2) {
+        let score = idf[t[j]] * ((1.2 + 1) * t[j + 1]) / (norm + t[j + 1]);
+        score *= d.boosts[f];
+        elements.push(t[j], Math.round(score * 1000) / 1000);
+      }
+      fieldVectors.push([F[f] + "/" + i, elements]);
+    }
+    return { version: d.lunr, fields: F, fieldVectors, pipeline: ["stemmer"],
+      invertedIndex: Object.keys(inverted).sort().map(t => [t, inverted[t]]) };
+  }
+  Labs.code.searchIndex = expand;
+
+  const box = document.querySelector("[data-search]");
+  if (!box || box.dataset.ready) return;
+  box.dataset.ready = "loading";
+  const input = box.firstElementChild, root = box.dataset.search.replace(/assets\/later\/[^]*$/, "");
+  const list = h("div", { id: "search-list", role: "listbox", "aria-label": "Search results" });
+  const pop = h("div", { class: "search-pop", hidden: "" }, [list]);
+  const status = h("p", { class: "visually-hidden", role: "status" });
+  box.append(pop, status);
+  input.setAttribute("aria-controls", "search-list");
+  input.setAttribute("aria-autocomplete", "list");
+  const MAX_PAGES = 8, MAX_PER_PAGE = 4, PREFIX_FROM = 3;
+  let data = null, index = null, shown = [], active = -1, typed = "", redraw = 0;
+  const asked = new Set(); // the pages' text files asked for
+
+
+  /* ---------- matching ---------- */
+
+  const stem = w => lunr.stemmer(new lunr.Token(w)).toString();
+  /** The words of a text as the index cut them: lower case, split, trimmed; with their stems. */
+  function words(text) {
+    const ws = lunr.tokenizer(text).map(t => lunr.trimmer(t).toString()).filter(Boolean);
+    return ws.map((w, i) => ({ w, stem: stem(w), stop: !lunr.stopWordFilter(new lunr.Token(w)),
+      prefix: i === ws.length - 1 && w.length >= PREFIX_FROM }));
+  }
+  /** Whether an index term matches a typed word: its stem, or, for the word being typed, a word
+      it begins (the last few letters typed may be an ending the stemmer cuts: "attentio"). */
+  const matches = (term, x) => term === x.stem || x.prefix && (term.startsWith(x.w) || x.w.startsWith(term) && term.length >= x.w.length - 3);
+  const head = x => x.w.slice(0, Math.max(PREFIX_FROM, x.w.length - 3));
+
+  function find(text) {
+    const wanted = words(text).filter(x => !x.stop || x.prefix);
+    if (!wanted.length) return [];
+    const hits = index.query(q => {
+      for (const x of wanted) {
+        if (!x.stop) q.term(x.w, { boost: 10 });
+        if (x.prefix) q.term(head(x), { usePipeline: false, wildcard: lunr.Query.wildcard.TRAILING });
+      }
+    }).filter(hit => {
+      const found = Object.keys(hit.matchData.metadata);
+      return wanted.every(x => found.some(t => matches(t, x)));
+    });
+    const pages = new Map();
+    for (const hit of hits) {
+      const doc = data.docs[+hit.ref], page = doc[0];
+      if (!pages.has(page)) pages.set(page, []);
+      pages.get(page).push({ doc: +hit.ref, wanted });
+    }
+    return [...pages].slice(0, MAX_PAGES).map(([page, docs]) => ({ page, docs: docs.slice(0, MAX_PER_PAGE) }));
+  }
+
+  /** `text` as nodes, each word that matches a wanted word inside <mark>. */
+  function marked(text, wanted) {
+    const out = [];
+    for (const piece of text.split(/([\s\-]+)/)) {
+      const m = /^(\W*)(.*?)(\W*)$/.exec(piece), word = m[2].toLowerCase();
+      if (word && wanted.some(x => matches(stem(word), x) || x.prefix && word.startsWith(x.w))) out.push(m[1], h("mark", null, [m[2]]), m[3]);
+      else out.push(piece);
+    }
+    return out;
+  }
+
+  /** The part of `text` around its first marked word, at most about 160 characters. */
+  function snippet(text, wanted) {
+    const nodes = marked(text, wanted), first = nodes.findIndex(n => typeof n !== "string");
+    if (first < 0) return [text.length > 160 ? text.slice(0, 157).replace(/\s+\S*$/, "") + " …" : text];
+    let before = nodes.slice(0, first).join(""), start = Math.max(0, before.length - 50);
+    start = start && before.indexOf(" ", start) + 1;
+    let out = [(start ? "… " : "") + before.slice(start)], length = out[0].length;
+    for (const n of nodes.slice(first)) {
+      const s = typeof n === "string" ? n : n.textContent;
+      if (length + s.length > 160) { out.push(typeof n === "string" ? n.slice(0, 160 - length).replace(/\s+\S*$/, "") + " …" : " …"); break; }
+      out.push(n);
+      length += s.length;
+    }
+    return out;
+  }
+
+  /* ---------- the list ---------- */
+
+  const pageUrl = (path, anchor) => root + path + (location.protocol === "file:" ? "index.html" : "") + (anchor ? "#" + anchor : "");
+  const textOf = (page, doc) => (Labs.data.searchText || {})[data.pages[page][0]]?.[data.docs[doc].pos];
+
+  function render() {
+    const groups = typed ? find(typed) : [];
+    shown = [];
+    const nodes = groups.map((g, gi) => {
+      const [path, label] = data.pages[g.page];
+      const id = `search-g${gi}`;
+      return h("div", { role: "group", "aria-labelledby": id, class: "search-group" }, [
+        h("div", { id, role: "presentation", class: "search-group-label" }, [label]),
+        ...g.docs.map(hit => {
+          const [, anchor, part, title] = data.docs[hit.doc], text = textOf(g.page, hit.doc);
+          const o = h("div", { role: "option", id: `search-o${shown.length}`, "aria-selected": "false", class: "search-option" }, [
+            h("span", { class: "search-title" }, [part ? part + " · " : "", ...marked(title, hit.wanted)]),
+            text ? h("span", { class: "search-snippet" }, snippet(text, hit.wanted)) : null]);
+          shown.push({ url: pageUrl(path, anchor), el: o });
+          return o;
+        })]);
+    });
+    list.replaceChildren(...nodes);
+    const n = shown.length, pages = groups.length;
+    status.textContent = !typed ? "" : n ? `${n} result${n > 1 ? "s" : ""} on ${pages} page${pages > 1 ? "s" : ""}` : `No results for “${typed}”`;
+    open(!!typed);
+    select(n ? 0 : -1);
+    // The texts of the pages shown, each asked for once; the list is drawn again once a frame at
+    // most as they come (a render per arrival, each adding its own wait on those still loading,
+    // would multiply the renders).
+    for (const g of groups) {
+      const file = data.pages[g.page][2];
+      if (asked.has(file)) continue;
+      asked.add(file);
+      u.load(root + "assets/" + file).then(again, () => asked.delete(file)); // failed: asked again next time
+    }
+  }
+  function again() {
+    redraw ||= requestAnimationFrame(() => { redraw = 0; if (typed) render(); });
+  }
+
+  function open(on) {
+    pop.hidden = !on;
+    input.setAttribute("aria-expanded", on && shown.length > 0);
+  }
+  function select(i) {
+    if (shown[active]) shown[active].el.setAttribute("aria-selected", "false");
+    active = i;
+    if (shown[i]) {
+      shown[i].el.setAttribute("aria-selected", "true");
+      input.setAttribute("aria-activedescendant", shown[i].el.id);
+      shown[i].el.scrollIntoView({ block: "nearest" });
+    } else input.removeAttribute("aria-activedescendant");
+  }
+  function go(i) {
+    const url = new URL(shown[i].url, location.href);
+    open(false);
+    if (url.href.split("#")[0] === location.href.split("#")[0]) {
+      location.hash = url.hash;
+      document.getElementById(decodeURIComponent(url.hash.slice(1)))?.scrollIntoView();
+    } else location.href = url.href;
+  }
+
+  input.addEventListener("input", () => {
+    typed = input.value.trim();
+    if (index) render();
+  });
+  input.addEventListener("keydown", ev => {
+    const n = shown.length, isOpen = !pop.hidden;
+    if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
+      if (!n) return;
+      ev.preventDefault();
+      if (!isOpen) return open(true), select(active < 0 ? 0 : active);
+      select((active + (ev.key === "ArrowDown" ? 1 : n - 1)) % n);
+    } else if (ev.key === "Enter" && isOpen && shown[active]) {
+      ev.preventDefault();
+      go(active);
+    } else if (ev.key === "Escape") {
+      if (isOpen) open(false);
+      else if (input.value) { input.value = typed = ""; render(); }
+      else return;
+      ev.preventDefault();
+    }
+  });
+  input.addEventListener("focus", () => { if (typed && index) open(true); });
+  box.addEventListener("focusout", ev => { if (!box.contains(ev.relatedTarget)) open(false); });
+  list.addEventListener("pointerdown", ev => ev.preventDefault()); // the focus stays in the box
+  list.addEventListener("click", ev => {
+    const o = ev.target.closest("[role=option]");
+    if (o) go(shown.findIndex(s => s.el === o));
+  });
+
+  u.load(root + "assets/search-index.js").then(() => u.load(root + "assets/" + Labs.data.search.script)).then(() => {
+    data = Labs.data.search;
+    const seen = {};
+    for (const doc of data.docs) doc.pos = seen[doc[0]] = (seen[doc[0]] ?? -1) + 1; // its place among its page's texts
+    index = lunr.Index.load(expand(data));
+    box.dataset.ready = "true";
+    typed = input.value.trim();
+    if (typed) render();
+  }, () => {
+    box.dataset.ready = "";
+    status.textContent = "The search could not load.";
+  });
+})();
