@@ -56,6 +56,12 @@ KINDS = {
                       const text = document.querySelector(`#em-nn li[data-item="${id}"]`).textContent.replace(/^\\S+ /, "");
                       points.find(p => p.getAttribute("aria-label").startsWith(text + " (group")).click(); return text;""",
                    """const [text] = arguments; return document.getElementById("em-picked").textContent.includes(text);"""),
+    # Lab 06: click a token of the first text; it is pressed and the detail gives its surprise in bits.
+    "next-token": ("""const b = document.querySelectorAll(".nt-text .nt-tok[data-prob]")[1]; b.click();
+                      return (-Math.log2(+b.dataset.prob)).toFixed(2);""",
+                   """const [bits] = arguments, b = document.querySelectorAll(".nt-text .nt-tok[data-prob]")[1];
+                      const head = document.querySelector(".nt-detail-head");
+                      return b.getAttribute("aria-pressed") === "true" && !!head && head.textContent.includes(bits + " bits");"""),
     # Lab 08: turn the temperature dial to one end; the bars are redrawn for it.
     "sampling": ("""const dial = document.getElementById("sa-temp"), before = document.getElementById("sa-bars").textContent;
                     dial.focus(); dial.value = dial.value === dial.max ? dial.min : dial.max;

@@ -11,7 +11,7 @@
     input.addEventListener("focus", () => box.dataset.search.split(" ").map(src => u.load(src).catch(() => {})), { once: true });
     addEventListener("keydown", ev => {
       const t = ev.target;
-      if (ev.key == "/" && !(ev.ctrlKey || ev.metaKey || ev.altKey || t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) ev.preventDefault(), input.focus();
+      if (ev.key == "/" && !(ev.ctrlKey || ev.metaKey || ev.altKey || t.isContentEditable || t.matches("input,textarea,select"))) ev.preventDefault(), input.focus();
     });
   }
   if (copy) (copy.hidden = false), copy.addEventListener("click", () => u.load(copy.dataset.embedCode).then(() => Labs.code.copyEmbed(copy), () => {}));
