@@ -216,10 +216,13 @@ def test_a_site_without_a_bundle_builds_with_one_note_and_says_why(project, caps
     lab_yaml = project / "content/labs/attention/lab.yaml"
     lab_yaml.write_text(lab_yaml.read_text(encoding="utf-8").replace(BUNDLE_LINE, ""), encoding="utf-8")
     shutil.rmtree(project / "content/models")
-    for other in ("tokens", "embeddings"):  # labs of kinds that cannot build without the bundle
+    # Labs of kinds that cannot build without the bundle, and the decoder's lab, whose in-page
+    # model (when fetched) would put its own files under assets/runtime/
+    for other in ("tokens", "embeddings", "next-token"):
         shutil.rmtree(project / "content/labs" / other)
     site_yaml = project / "content/site.yaml"
-    site_yaml.write_text(re.sub(r"\n  - (tokens|embeddings)\b", "", site_yaml.read_text(encoding="utf-8")), encoding="utf-8")
+    site_yaml.write_text(re.sub(r"\n  - (tokens|embeddings|next-token)\b", "", site_yaml.read_text(encoding="utf-8")),
+                         encoding="utf-8")
     code, out, err = run(capsys, "build")
     assert code == 0, err
     notes = [line for line in out + err if "not offered" in line]

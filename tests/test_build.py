@@ -56,7 +56,7 @@ def test_output_has_every_page_the_sitemap_robots_and_fingerprinted_assets(proje
     assert len(css) == 1 and len(js) == 1 and len(kind) == 2 and len(later) == 1, files
     assert {f.split("/")[1] for f in beside} == {"alpha", "beta"}
     assert sorted(f.split("/")[-1].split(".")[0] for f in shared) == \
-        ["own", "own-real", "pattern", "spotlight-more", "sqrt-demo", "sqrt-demo"]
+        ["own", "own-real", "pattern", "spotlight-later", "spotlight-more", "sqrt-demo", "sqrt-demo"]
     assert not {f.split("/")[-1] for f in beside} & {f.split("/")[-1] for f in shared}
     # The search (lunr.js, each page's texts) and the code the header's box and a lab's embed tools
     # bring on first use; the index, the embed pages and the hosts' headers files have fixed names.

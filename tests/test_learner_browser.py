@@ -181,8 +181,9 @@ def test_the_pattern_view_has_a_colour_scale_true_in_both_schemes(page, shipped,
 
 @pytest.mark.parametrize("where", WHERE)
 def test_links_show_for_a_sentence_wider_than_a_phone(browser, watch, shipped, where):
-    """Lab 07's own 11-word sentence at 375 px: one line that scrolls sideways, the query in view,
-    and every link with weight drawn from the query to its word (it used to wrap and hide them)."""
+    """Lab 07's own 11-word sentence at 375 px: it wraps onto rows with no sideways scroll (no
+    word, and no weight, off screen), the query in view, and every link with weight drawn from
+    the query to its word, row by row (wrapping once hid them)."""
     from test_browser import read_view
     ctx = _watched_context(browser, watch, 375, 812)
     try:
@@ -194,7 +195,7 @@ def test_links_show_for_a_sentence_wider_than_a_phone(browser, watch, shipped, w
             const a = l.getBoundingClientRect(), b = q.getBoundingClientRect();
             return { wide: l.scrollWidth > l.clientWidth, tops: new Set([...l.querySelectorAll("#sl-queries .word")].map(w => w.offsetTop)).size,
                      inView: b.left >= a.left - 1 && b.right <= a.right + 1 }; })()""")
-        assert line == {"wide": True, "tops": 1, "inView": True}, line
+        assert not line["wide"] and line["tops"] >= 2 and line["inView"], line
         view = read_view(p)
         assert view["svgShown"] and view["drawn"] >= 3 and not view["misplaced"], view
     finally:

@@ -52,20 +52,6 @@ def bundle_of(spec) -> Any:
                                        f"{str(exc).replace(' error: ', ' ', 1)}")]) from None
 
 
-def read_max_drift(reader, where: tuple, bundle_name: str | None) -> float | None:
-    """``model.max_drift``: points from 0 to 100, and only beside a ``bundle:`` (it bounds that bundle)."""
-    value = reader.value(where)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 100:
-        reader.error(where, f"max_drift must be a number of points above 0 and at most 100, not {value!r}")
-        return None
-    if bundle_name is None:
-        reader.error(where, "max_drift bounds the 8-bit model of a bundle: it needs 'bundle:' beside it", key=True)
-        return None
-    return float(value)
-
-
 def refresh_drift(spec, old: dict, fresh: dict, sha: str, texts: list[str]) -> tuple[dict, int]:
     """The ``drift`` section of a refreshed cache: the bundle's 8-bit figure for every sentence
     (kept where the old cache has it under the bundle's model key, else computed), and how many

@@ -132,6 +132,18 @@ class ModelSpec:
     max_drift_at: tuple[str, int, int] | None = None  # where `max_drift:` is written
 
 
+def read_max_drift(reader: Reader, where: tuple, bundle_name: str | None) -> float | None:
+    """``model.max_drift``: points from 0 to 100, and only beside a ``bundle:`` (it bounds that bundle)."""
+    value = reader.value(where)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 100):
+        reader.error(where, f"max_drift must be a number of points above 0 and at most 100, not {value!r}")
+    elif value is not None and bundle_name is None:
+        reader.error(where, "max_drift bounds the 8-bit model of a bundle: it needs 'bundle:' beside it", key=True)
+    elif value is not None:
+        return float(value)
+    return None
+
+
 def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec | None:
     """Validate the ``model:`` mapping (``widget`` is the lab's WidgetSpec, already read)."""
     if reader.mapping(where, required=("name", "cache"), optional=("checkpoint", "bundle", "max_drift", "sentences", "relations")) is None:
@@ -149,8 +161,6 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
     checkpoint = (lab_dir / checkpoint_name).resolve() if checkpoint_name else None
     bundle_name = reader.value(where + ("bundle",))
     bundle = reader.folder(where + ("bundle",), lab_dir, "bundle") if bundle_name else None
-    from generator.kinds.attention.inpage import read_max_drift
-
     max_drift = read_max_drift(reader, where + ("max_drift",), bundle_name)
     relations: list[Relation] = []
     rel = reader.value(where + ("relations",))
