@@ -93,7 +93,9 @@ def test_a_word_click_inside_the_frame_moves_the_spotlight_and_the_frames_url(pa
     expect(frame.locator("#sl-caption")).to_contain_text(f"“{word}”")
     inner = page.frame(url=re.compile(r"/labs/attention/embed\.html"))
     assert inner is not None and inner.url.startswith(site.origin)
-    assert re.search(r"#s=[\w-]+&h=\w+&q=\d+&scale=1$", inner.url), inner.url  # the state is in its URL
+    # The state is in its URL (written by replaceState once the click is drawn: waited for, not assumed)
+    inner.wait_for_function("""() => /#s=[\\w-]+&h=\\w+&q=\\d+&scale=1$/.test(location.href)""")
+    assert re.search(r"#s=[\w-]+&h=\w+&q=\d+&scale=1$", inner.evaluate("location.href"))
     assert inner.evaluate("document.documentElement.dataset.scheme") == "dark"  # ?scheme=dark
 
 
