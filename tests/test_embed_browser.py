@@ -2,13 +2,19 @@
 (another port on 127.0.0.1) frames ``labs/attention/embed.html`` from the built site, served
 with the headers its ``_headers`` file gives. A word click works inside the frame, the keyboard's
 focus goes into the frame and out again, the height message arrives in the documented shape and
-matches the embed page's height, and the full lab page refuses to be framed.
+matches the embed page's height, and the full lab page refuses to be framed. The embed page is a
+file (``embed.html``, not a folder) and works from file://, its "Open the full lab" too. The lab
+page's "Copy embed code" (by mouse, and by Tab and Enter) puts the <iframe> docs/embedding.md
+shows on the clipboard, and that code pasted into a page of another origin shows a working lab,
+inside the sandbox it names.
 
 Needs Chromium (tests/conftest.py); these tests fail without it, never skip."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from conftest import HeadersHost, watched_page
@@ -20,6 +26,8 @@ try:
     expect.set_options(timeout=15_000)
 except ImportError:  # pragma: no cover - the browser fixture reports it
     pass
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # The parent-side code docs/embedding.md gives, as a host page would carry it (a file of its own:
 # the host's page has no CSP of ours, but keeping scripts out of HTML is the habit anyway).
@@ -143,3 +151,141 @@ def test_the_full_lab_page_refuses_to_be_framed_while_the_embed_page_is_framed(p
     # Chromium puts its own error page in a frame whose page's headers refuse that frame.
     assert not full.url.startswith(site.origin), full.url
     expect(page.frame_locator("#full").locator("#spotlight")).to_have_count(0)
+
+
+# -- the embed page's address: a file beside the lab page, which opens from file:// too ------------
+
+def test_every_lab_has_its_embed_page_as_a_file_beside_its_page_never_a_folder(shipped_site):
+    labs = sorted(p.parent.name for p in (shipped_site / "labs").glob("*/index.html"))
+    assert labs and all((shipped_site / "labs" / slug / "embed.html").is_file() for slug in labs)
+    assert not list((shipped_site / "labs").glob("*/embed/")), "an embed/ folder: from file:// it opens as a listing"
+
+
+def test_the_embed_page_works_from_file_and_opens_the_full_lab_there(browser, shipped_site):
+    with watched_page(browser, height=900) as page:
+        page.goto((shipped_site / "labs" / "attention" / "embed.html").as_uri())
+        expect(page.locator("#spotlight")).to_have_attribute("data-ready", "true")
+        other = page.locator('#sl-queries button.word[aria-pressed="false"]').nth(1)
+        word = other.inner_text()
+        other.click()
+        page.wait_for_function("() => /#s=[\\w-]+&h=\\w+&q=\\d+&scale=1$/.test(location.href)")
+        state = page.evaluate("location.hash")
+        with page.expect_popup() as opened:
+            page.get_by_role("link", name=re.compile("Open the full lab")).click()
+        full = opened.value
+        # From file:// the folder's address would open a listing: the link names index.html.
+        assert full.url == (shipped_site / "labs" / "attention" / "index.html").as_uri() + state
+        expect(full.locator("#spotlight")).to_have_attribute("data-ready", "true")
+        expect(full.locator('#sl-queries button.word[aria-pressed="true"]')).to_have_text(word)
+
+
+# -- "Copy embed code" on the lab page ---------------------------------------------------------------
+
+def documented_snippet() -> dict[str, str]:
+    """The attributes of the <iframe> docs/embedding.md shows under "Embed code"."""
+    from bs4 import BeautifulSoup
+
+    text = (ROOT / "docs" / "embedding.md").read_text(encoding="utf-8")
+    block = re.search(r"## Embed code.*?```html\n(.*?)```", text, re.S).group(1)
+    frames = BeautifulSoup(block, "html.parser").find_all("iframe")
+    assert len(frames) == 1
+    return dict(frames[0].attrs)
+
+
+def copied_snippet(page) -> dict[str, str]:
+    from bs4 import BeautifulSoup
+
+    code = page.evaluate("navigator.clipboard.readText()")
+    soup = BeautifulSoup(code, "html.parser")
+    frames = soup.find_all("iframe")
+    assert len(frames) == 1 and code.startswith("<iframe ") and code.endswith("></iframe>"), code  # nothing else
+    return dict(frames[0].attrs)
+
+
+@pytest.fixture
+def lab_page(browser, site):
+    with watched_page(browser, height=900) as page:
+        page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site.origin)
+        page.goto(site.origin + "/labs/attention/")
+        expect(page.locator("#spotlight")).to_have_attribute("data-ready", "true")
+        page.evaluate("navigator.clipboard.writeText('')")
+        yield page
+
+
+def check_snippet(page, shipped_site) -> dict[str, str]:
+    """The copied <iframe>: the documented attributes, its src the published embed page of this
+    lab (the canonical link's folder), its title the lab's label, title and subtitle."""
+    from bs4 import BeautifulSoup
+
+    expect(page.locator(".embed-code + [role=status]")).to_have_text("Copied. Paste it into your page.")
+    got, documented = copied_snippet(page), documented_snippet()
+    assert sorted(got) == sorted(documented)
+    assert {k: v for k, v in got.items() if k not in ("src", "title")} == \
+        {k: v for k, v in documented.items() if k not in ("src", "title")}
+    canonical = page.locator("link[rel=canonical]").get_attribute("href")
+    assert got["src"] == canonical + "embed.html"
+    assert urlsplit(got["src"]).path == urlsplit(documented["src"]).path == "/labs/attention/embed.html"
+    embed = BeautifulSoup((shipped_site / "labs/attention/embed.html").read_text(encoding="utf-8"), "html.parser")
+    subtitle = page.locator(".hero-sub").inner_text()
+    assert got["title"] == f"{embed.select_one('h1.embed-title').get_text()} — {subtitle}" == documented["title"]
+    return got
+
+
+def test_copy_embed_code_puts_the_documented_iframe_on_the_clipboard(lab_page, shipped_site):
+    button = lab_page.get_by_role("button", name="Copy embed code")
+    expect(button).to_be_visible()
+    button.click()
+    check_snippet(lab_page, shipped_site)
+
+
+def test_copy_embed_code_is_reached_by_tab_and_pressed_with_enter(lab_page, shipped_site):
+    lab_page.locator("body").focus()
+    for _ in range(300):
+        lab_page.keyboard.press("Tab")
+        if lab_page.evaluate("document.activeElement.matches('[data-embed-code]')"):
+            break
+    else:
+        pytest.fail("Tab never reached Copy embed code")
+    lab_page.keyboard.press("Enter")
+    check_snippet(lab_page, shipped_site)
+
+
+@pytest.fixture(scope="module")
+def elsewhere(tmp_path_factory):
+    """A page of another origin, into which a test pastes the embed code."""
+    folder = tmp_path_factory.mktemp("pasted")
+    served = HeadersHost(folder)
+    yield folder, served.origin
+    served.close()
+
+
+def test_the_copied_code_pasted_into_another_site_shows_a_working_lab(lab_page, shipped_site, site, elsewhere, browser):
+    lab_page.get_by_role("button", name="Copy embed code").click()
+    got = check_snippet(lab_page, shipped_site)
+    code = lab_page.evaluate("navigator.clipboard.readText()")
+    # The src is the published site's (site.yaml's base_url); here the site is served locally.
+    published = urlsplit(got["src"])
+    code = code.replace(f"{published.scheme}://{published.netloc}", site.origin, 1)
+    folder, origin = elsewhere
+    (folder / "index.html").write_text(f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
+<title>A course page</title><link rel="icon" href="data:,"></head><body><main><h1>Week 3</h1>
+{code}</main></body></html>""", encoding="utf-8")
+    with watched_page(browser, height=900, allowed=lambda text: "allow-modals" in text) as host:
+        host.goto(origin + "/")
+        frame = host.frame_locator("iframe")
+        expect(frame.locator("#spotlight")).to_have_attribute("data-ready", "true")
+        word = frame.locator('#sl-queries button.word[aria-pressed="false"]').nth(1)
+        text = word.inner_text()
+        word.click()
+        expect(frame.locator('#sl-queries button.word[aria-pressed="true"]')).to_have_text(text)
+        with host.expect_popup() as opened:  # allowed by the sandbox, and out of it
+            frame.get_by_role("link", name=re.compile("Open the full lab")).click()
+        full = opened.value
+        assert full.url.startswith(site.origin + "/labs/attention/#s=")
+        expect(full.locator("#spotlight")).to_have_attribute("data-ready", "true")
+        expect(full.locator('#sl-queries button.word[aria-pressed="true"]')).to_have_text(text)
+        # ... and the sandbox holds: the frame may not open a dialog over the host's page.
+        dialogs = []
+        host.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        host.frame(url=re.compile(r"/labs/attention/embed\.html")).evaluate("alert('from the frame')")
+        assert dialogs == []
