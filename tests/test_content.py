@@ -89,6 +89,9 @@ def build(capsys) -> tuple[int, list[str]]:
 TAGS = ("tags: DET, NOUN, PRON, VERB, AUX, ADJ, ADV, ADP, CONJ, PART, NUM, PUNCT "
         "(also PROPN = NOUN, CCONJ/SCONJ = CONJ, PREP = ADP)")
 
+ANCESTOR_RULE = ("must be *, 'self', 'none' or an origin such as https://moodle.example.edu "
+                 "(a scheme and a host, an optional port, no path)")
+
 # The parser's own words: libyaml's when PyYAML has it (as its wheels do), else PyYAML's.
 UNCLOSED_LIST = ("did not find expected ',' or ']'" if hasattr(yaml, "CSafeLoader")
                  else "expected ',' or ']', but got ':'")
@@ -176,6 +179,19 @@ CASES = [
     pytest.param(Case("content/site.yaml", "language: en", "language: english please", "language: |english",
                       "language 'english please' must be a language tag such as en, en-GB or pt-BR"),
                  id="language-not-a-tag"),
+    pytest.param(Case("content/site.yaml", "language: en\n", "language: en\nembed:\n  frame_ancestors:\n"
+                      "    - https://moodle.example.edu\n    - https://moodle.example.edu/course/7\n",
+                      "    - |https://moodle.example.edu/course",
+                      f"frame_ancestors entry 'https://moodle.example.edu/course/7' {ANCESTOR_RULE}"),
+                 id="frame-ancestors-with-a-path"),
+    pytest.param(Case("content/site.yaml", "language: en\n", "language: en\nembed:\n  frame_ancestors:\n"
+                      "    - \"'self'; script-src *\"\n", "    - |\"'self'",
+                      f"frame_ancestors entry \"'self'; script-src *\" {ANCESTOR_RULE}"),
+                 id="frame-ancestors-that-would-end-the-policy"),
+    pytest.param(Case("content/site.yaml", "language: en\n", "language: en\nembed:\n  frame_ancestor:\n"
+                      "    - https://moodle.example.edu\n", "  |frame_ancestor:",
+                      "unknown key 'frame_ancestor' (did you mean 'frame_ancestors'?)"),
+                 id="frame-ancestors-misspelt"),
     pytest.param(Case(LAB + "lab.yaml", "number: 07", "number: \u00b2", "number: |\u00b2",
                       "'number' must be a whole number, not text"), id="number-superscript-digit"),
     pytest.param(Case(LAB + "lab.yaml", "number: 07", "number: \u0667", "number: |\u0667",
