@@ -65,13 +65,15 @@
   input.setAttribute("aria-controls", "search-list");
   input.setAttribute("aria-autocomplete", "list");
   const MAX_PAGES = 8, MAX_PER_PAGE = 4, PREFIX_FROM = 3;
-  let data = null, index = null, shown = [], active = -1, typed = "", redraw = 0;
+  let data = null, index = null, shown = [], active = -1, typed = "", redraw = 0, last = { typed: null, groups: [] };
   const asked = new Set(); // the pages' text files asked for
 
 
   /* ---------- matching ---------- */
 
-  const stem = w => lunr.stemmer(new lunr.Token(w)).toString();
+  // Each word's stem, kept: the snippets of every keystroke stem the same texts' words again.
+  const stems = new Map();
+  const stem = w => { let s = stems.get(w); if (s === undefined) stems.set(w, s = lunr.stemmer(new lunr.Token(w)).toString()); return s; };
   /** The words of a text as the index cut them: lower case, split, trimmed; with their stems. */
   function words(text) {
     const ws = lunr.tokenizer(text).map(t => lunr.trimmer(t).toString()).filter(Boolean);
@@ -91,38 +93,48 @@
         if (!x.stop) q.term(x.w, { boost: 10 });
         if (x.prefix) q.term(head(x), { usePipeline: false, wildcard: lunr.Query.wildcard.TRAILING });
       }
-    }).filter(hit => {
-      const found = Object.keys(hit.matchData.metadata);
-      return wanted.every(x => found.some(t => matches(t, x)));
     });
+    // Best first: the first MAX_PAGES pages with a hit that has every word, each with its first
+    // MAX_PER_PAGE such hits. A hit that could not be shown (its page full, or a page past the
+    // last) is not checked, and none is once every page shown is full: a common word has hits in
+    // most of a large site's sections.
     const pages = new Map();
+    let full = 0;
     for (const hit of hits) {
-      const doc = data.docs[+hit.ref], page = doc[0];
-      if (!pages.has(page)) pages.set(page, []);
-      pages.get(page).push({ doc: +hit.ref, wanted });
+      const page = data.docs[+hit.ref][0], docs = pages.get(page);
+      if (docs ? docs.length === MAX_PER_PAGE : pages.size === MAX_PAGES) continue;
+      const found = Object.keys(hit.matchData.metadata);
+      if (!wanted.every(x => found.some(t => matches(t, x)))) continue;
+      if (docs) docs.push({ doc: +hit.ref, wanted });
+      else pages.set(page, [{ doc: +hit.ref, wanted }]);
+      if (pages.get(page).length === MAX_PER_PAGE && ++full === MAX_PAGES) break;
     }
-    return [...pages].slice(0, MAX_PAGES).map(([page, docs]) => ({ page, docs: docs.slice(0, MAX_PER_PAGE) }));
+    return [...pages].map(([page, docs]) => ({ page, docs }));
   }
 
+  /** One piece of a text (a word with the punctuation around it) as nodes: [piece], or the word
+      inside <mark> when it matches a wanted word. */
+  function markPiece(piece, wanted) {
+    const m = /^(\W*)(.*?)(\W*)$/.exec(piece), word = m[2].toLowerCase();
+    return word && wanted.some(x => matches(stem(word), x) || x.prefix && word.startsWith(x.w)) ? [m[1], h("mark", null, [m[2]]), m[3]] : [piece];
+  }
+  const pieces = text => text.split(/([\s\-]+)/);
   /** `text` as nodes, each word that matches a wanted word inside <mark>. */
-  function marked(text, wanted) {
-    const out = [];
-    for (const piece of text.split(/([\s\-]+)/)) {
-      const m = /^(\W*)(.*?)(\W*)$/.exec(piece), word = m[2].toLowerCase();
-      if (word && wanted.some(x => matches(stem(word), x) || x.prefix && word.startsWith(x.w))) out.push(m[1], h("mark", null, [m[2]]), m[3]);
-      else out.push(piece);
-    }
-    return out;
-  }
+  const marked = (text, wanted) => pieces(text).flatMap(p => markPiece(p, wanted));
 
-  /** The part of `text` around its first marked word, at most about 160 characters. */
+  /** The part of `text` around its first marked word, at most about 160 characters. Only the
+      words up to the first match and the 160 characters after it are looked at: a section's text
+      may be thousands of words, and a keystroke draws up to 32 snippets. */
   function snippet(text, wanted) {
-    const nodes = marked(text, wanted), first = nodes.findIndex(n => typeof n !== "string");
-    if (first < 0) return [text.length > 160 ? text.slice(0, 157).replace(/\s+\S*$/, "") + " …" : text];
-    let before = nodes.slice(0, first).join(""), start = Math.max(0, before.length - 50);
+    const ps = pieces(text);
+    let first = -1, hit = null;
+    while (++first < ps.length && (hit = markPiece(ps[first], wanted)).length === 1);
+    if (first === ps.length) return [text.length > 160 ? text.slice(0, 157).replace(/\s+\S*$/, "") + " …" : text];
+    function* after() { yield hit[1]; yield hit[2]; for (let i = first + 1; i < ps.length; i++) yield* markPiece(ps[i], wanted); }
+    let before = ps.slice(0, first).join("") + hit[0], start = Math.max(0, before.length - 50);
     start = start && before.indexOf(" ", start) + 1;
     let out = [(start ? "… " : "") + before.slice(start)], length = out[0].length;
-    for (const n of nodes.slice(first)) {
+    for (const n of after()) {
       const s = typeof n === "string" ? n : n.textContent;
       if (length + s.length > 160) { out.push(typeof n === "string" ? n.slice(0, 160 - length).replace(/\s+\S*$/, "") + " …" : " …"); break; }
       out.push(n);
@@ -137,7 +149,10 @@
   const textOf = (page, doc) => (Labs.data.searchText || {})[data.pages[page][0]]?.[data.docs[doc].pos];
 
   function render() {
-    const groups = typed ? find(typed) : [];
+    // The same text again (a page's texts arriving for its snippets): the same results, not
+    // another query of the whole index.
+    if (last.typed !== typed) last = { typed, groups: typed ? find(typed) : [] };
+    const groups = last.groups;
     shown = [];
     const nodes = groups.map((g, gi) => {
       const [path, label] = data.pages[g.page];
