@@ -6,7 +6,8 @@ matches the embed page's height, and the full lab page refuses to be framed. The
 file (``embed.html``, not a folder) and works from file://, its "Open the full lab" too. The lab
 page's "Copy embed code" (by mouse, and by Tab and Enter) puts the <iframe> docs/embedding.md
 shows on the clipboard, and that code pasted into a page of another origin shows a working lab,
-inside the sandbox it names.
+inside the sandbox it names. A site whose ``embed: frame_ancestors`` lists one origin is framed by
+that origin's page and refused by another's.
 
 Needs Chromium (tests/conftest.py); these tests fail without it, never skip."""
 
@@ -289,3 +290,35 @@ def test_the_copied_code_pasted_into_another_site_shows_a_working_lab(lab_page, 
         host.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
         host.frame(url=re.compile(r"/labs/attention/embed\.html")).evaluate("alert('from the frame')")
         assert dialogs == []
+
+
+def test_frame_ancestors_lets_the_listed_origin_frame_an_embed_page_and_no_other(browser, project):
+    """site.yaml's ``embed: frame_ancestors`` as Chromium enforces it from the ``_headers`` the
+    build writes: a page of the origin listed frames the embed page, a page of another is refused."""
+    from generator.build import build
+
+    listed, other = project / "listed", project / "other"
+    listed.mkdir()
+    other.mkdir()
+    hosts = [HeadersHost(listed), HeadersHost(other)]
+    site_yaml = project / "content" / "site.yaml"
+    site_yaml.write_text(site_yaml.read_text(encoding="utf-8")
+                         + f"embed:\n  frame_ancestors:\n    - {hosts[0].origin}\n", encoding="utf-8")
+    build(project / "content", None, project / "out")
+    site = HeadersHost(project / "out")
+    try:
+        for folder in (listed, other):
+            (folder / "index.html").write_text(f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
+<title>Host</title><link rel="icon" href="data:,"></head><body><iframe title="Lab"
+src="{site.origin}/labs/alpha/embed.html"></iframe></body></html>""", encoding="utf-8")
+        with watched_page(browser, allowed=lambda text: "frame-ancestors" in text) as page:
+            page.goto(hosts[0].origin + "/")
+            expect(page.frame_locator("iframe").locator("body.page-embed")).to_have_count(1)
+            page.goto(hosts[1].origin + "/")
+            page.wait_for_load_state("load")
+            frame = page.locator("iframe").element_handle().content_frame()
+            assert not frame.url.startswith(site.origin), frame.url  # Chromium's error page instead
+            expect(page.frame_locator("iframe").locator("body.page-embed")).to_have_count(0)
+    finally:
+        for served in hosts + [site]:
+            served.close()
