@@ -78,6 +78,13 @@ def test_matrix_neighbours_map_search_and_quiz(browser, watch, shipped, where, s
         assert all(a[0] >= -0.5 and a[2] <= boxes["w"] + 0.5 for a in labels)
         expect(page.locator("#em-explained")).to_contain_text(f"{100 * sum(data['explained']):.1f}% together")
         expect(page.locator("#em-warn")).to_contain_text(f"for {data['disagree']['count']} of {len(items)} sentences")
+        hub, cls = data["hub"], data["cls"]  # the most-shared neighbour beside chance; [CLS]'s one coordinate
+        expect(page.locator("#em-hub")).to_contain_text(f"{hub['chance']:.1f} on average ({hub['trials']} draws)")
+        expect(page.locator("#em-hub")).to_contain_text("within what chance gives" if hub["count"] < hub["rare"] else "is a hub")
+        expect(page.locator("#em-aniso")).to_contain_text(
+            f"average {f3(cls['mean'])}: coordinate {cls['dim']} averages {f3(cls['value'])} in these [CLS] vectors "
+            f"(of length 1) and alone adds {f3(cls['adds'])} to a pair's cosine. Subtract the [CLS] vectors' shared "
+            f"mean and the average is {f3(cls['centred'])}.")
         # Matrix: focus and arrow keys read a cell's cosine.
         page.locator("#em-matrix").focus()
         page.keyboard.press("ArrowDown")

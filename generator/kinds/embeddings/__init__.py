@@ -31,6 +31,9 @@ Claims (ids in double quotes; ``OP`` is ``>=``, ``<=``, ``>`` or ``<``)::
     the map explains OP N%                     the two PCA axes' share of the variance
     the map disagrees for OP N% of items       items whose nearest on the map is not their nearest
 
+A hubness claim, and a mean claim with > or >=, also fails when random points would make it true
+(:mod:`.chance`): it would say nothing about the model.
+
 Quiz type ``nearest``: click the item closest to X::
 
     - type: nearest

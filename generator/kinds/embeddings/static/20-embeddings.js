@@ -84,7 +84,10 @@
   $("em-warn").textContent = `Closeness on the map is not closeness in ${data.dim} dimensions: for ${dis.count} of ${dis.of} sentences the nearest point on the map is not the nearest in full.` +
     (w ? ` Worst here: next to “${items[w.item].text}” on the map sits “${items[w.map].text}”, only its neighbour number ${w.rank} in full (cosine ${f3(w.cos)}).` : "");
   const hub = data.hub;
-  $("em-hub").textContent = `Hubness: “${items[hub.item].text}” is among the ${hub.k} nearest of ${hub.count} sentences; the average sentence is among the ${hub.k} nearest of ${hub.k}.`;
+  $("em-hub").textContent = `The most-shared neighbour: “${items[hub.item].text}” is among the ${hub.k} nearest of ${hub.count} other sentences. ` +
+    `${n} random points in ${data.dim} dimensions give their most-shared point ${hub.chance.toFixed(1)} on average (${hub.trials} draws), so ` +
+    (hub.count >= hub.rare ? `they reach ${hub.rare} in fewer than 1 in 100 draws: this sentence is a hub.`
+      : "this is within what chance gives, not hubness, which shows in collections of thousands of vectors.");
 
   // -- matrix -------------------------------------------------------------------------------
   const mx = $("em-matrix"), cell = $("em-cell"), order = data.order;
@@ -116,8 +119,11 @@
     ev.preventDefault();
     show(Math.min(n - 1, Math.max(0, at[0] + d[0])), Math.min(n - 1, Math.max(0, at[1] + d[1])));
   });
-  if (data.crossMean != null) {
-    $("em-aniso").textContent = `Anisotropy: pairs from different groups average cosine ${f3(data.crossMean)} with the mean-pooled vectors this model was trained with; with the raw [CLS] vectors of the same sentences, ${f3(data.crossMeanCls)}.`;
+  const cls = data.cls;
+  if (data.crossMean != null && cls) {
+    $("em-aniso").textContent = `Pairs from different groups average cosine ${f3(data.crossMean)} with the mean-pooled vectors this model was trained with. ` +
+      `With the raw [CLS] vectors of the same sentences they average ${f3(cls.mean)}: coordinate ${cls.dim} averages ${f3(cls.value)} in these [CLS] vectors (of length 1) ` +
+      `and alone adds ${f3(cls.adds)} to a pair's cosine. Subtract the [CLS] vectors' shared mean and the average is ${f3(cls.centred)}.`;
   }
 
   // -- search over the author's queries, and the retrieval example ----------------------------
