@@ -88,6 +88,7 @@ class EmbeddingsKind(LabKind):
     required = ("embeddings",)
     question_types = ("nearest",)
     question_keys = {"nearest": (("of", "choices"), ("answer",))}
+    shuffled_question_types = ("nearest",)  # authors list the nearest first; a learner would learn to click it
     widget_title = "The map of meaning"
     description = "sentence embeddings: a real model's vectors, cosine similarity, neighbours, a 2-D map, search"
 
