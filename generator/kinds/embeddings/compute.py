@@ -192,6 +192,7 @@ def payload(spec: EmbeddingsSpec, nums: Numbers) -> dict:
         "hub": {"item": hub, "count": int(occ[hub]), "k": 3, "chance": round(float(hubs.mean()), 1),
                 "rare": chance.least_rare_count(hubs), "trials": chance.TRIALS},
         "crossMean": None if nums.cross_mean(nums.E) is None else r4(nums.cross_mean(nums.E)),
+        "unrelated": unrelated_band(nums),
         "cls": cls_offset(nums),
         "dim": int(nums.E.shape[1]),
         # for live search only: page() moves them into a script loaded with the model
@@ -201,6 +202,18 @@ def payload(spec: EmbeddingsSpec, nums: Numbers) -> dict:
         m = nums.query_ids.index(spec.rag_query)
         out["rag"] = {"query": m, "k": spec.rag_k}
     return out
+
+
+UNRELATED = 0.95  # the share of pairs from different groups the band under the neighbour bars holds
+
+
+def unrelated_band(nums: Numbers) -> dict | None:
+    """The cosine below which UNRELATED of the pairs of items from different groups fall: a
+    neighbour there is no closer than sentences about other things. None without two groups."""
+    i, j = chance.cross_pairs(tuple(nums.groups))
+    if not len(i):
+        return None
+    return {"below": r4(np.quantile(nums.S[i, j], UNRELATED)), "share": UNRELATED}
 
 
 def cls_offset(nums: Numbers) -> dict | None:
