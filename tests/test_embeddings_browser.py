@@ -107,6 +107,11 @@ def test_matrix_neighbours_map_search_and_quiz(browser, watch, shipped, where, s
         results = page.get_by_role("list", name="Nearest").locator("li").all_inner_texts()
         assert results == [f"{f3(c)} {items[j]['text']}" for j, c in data["queries"][q]["ranked"][:5]]
         expect(page.locator("#em-rag")).to_contain_text("no answer is generated")
+        rag = data["queries"][data["rag"]["query"]]["ranked"][:data["rag"]["k"]]
+        weak = sum(c < data["unrelated"]["below"] for _, c in rag)  # the shipped example hands on weak ones
+        assert weak >= 1
+        expect(page.locator("#em-rag")).to_contain_text(f"{weak} of these {len(rag)} {'is' if weak == 1 else 'are'} in the "
+                                                        f"unrelated band (below {f3(data['unrelated']['below'])})")
         # Quiz: the nearest question grades a click.
         page.locator("#quick-check-title").scroll_into_view_if_needed()
         question = page.locator('fieldset.quiz-q[data-type="nearest"]').first

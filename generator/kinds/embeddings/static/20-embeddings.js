@@ -273,13 +273,19 @@
     });
   }
 
+  // Top-k hands on k passages whatever their cosine: say how many of them are no closer than unrelated text.
+  const ragBand = top => {
+    const weak = band ? top.filter(([, c]) => c < band.below).length : 0;
+    return weak ? `${weak} of these ${top.length} ${weak === 1 ? "is" : "are"} in the unrelated band (below ${f3(band.below)}), handed on ` +
+      "all the same: top-k always returns k, so a real system also sets a threshold or re-scores the candidates. " : "";
+  };
   const rag = $("em-rag");
   if (data.rag) {
     const q = data.queries[data.rag.query];
     rag.append(
       h("p", {}, [`Question: “${q.text}”. Retrieval ranks every stored sentence by cosine and keeps the top ${data.rag.k}; in a RAG system their text would be handed to a language model as context:`]),
       h("ol", { class: "em-list", "aria-label": `Top ${data.rag.k} retrieved` }, ranked(q.ranked.slice(0, data.rag.k))),
-      h("p", { class: "em-hint" }, ["Retrieval only: no answer is generated in this lab."]));
+      h("p", { class: "em-hint" }, [ragBand(q.ranked.slice(0, data.rag.k)) + "Retrieval only: no answer is generated in this lab."]));
   } else rag.previousElementSibling.hidden = rag.hidden = true;
 
   nojs.hidden = true;
