@@ -245,6 +245,9 @@ def test_the_map_names_every_pick_and_its_true_nearest_with_lines_and_group_colo
         border = page.locator("#em-map .em-pt").evaluate_all("els => els.map(e => getComputedStyle(e).borderTopColor)")
         assert [border[i] for i in range(len(items))] == [swatch[groups.index(it["group"])] for it in items]
         assert len(set(swatch)) == len(groups)
+        strips = page.locator("#em-matrix .em-top").evaluate_all("els => els.map(e => getComputedStyle(e).boxShadow)")
+        assert [strips[c].startswith(swatch[groups.index(items[j]["group"])]) for c, j in enumerate(data["order"])] == \
+            [True] * len(items)  # the matrix's top strip: each column's group colour
         expect(page.locator("#em-band")).to_contain_text(f"below {f3(band['below'])}, where 95% of the pairs")
         for i, it in enumerate(items):
             page.get_by_label("Sentence", exact=True).select_option(str(i))

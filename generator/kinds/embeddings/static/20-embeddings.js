@@ -150,7 +150,9 @@
   const cells = [];
   const edge = r => r > 0 && items[order[r]].group !== items[order[r - 1]].group;  // a group's first row or column
   order.forEach((i, r) => order.forEach((j, c) => {
-    const el = h("span", { class: `em-c${edge(r) ? " em-gt" : ""}${edge(c) ? " em-gl" : ""}`, "data-r": r, "data-c": c });
+    // The first row and column carry the group colour of their column and row, as the legend does.
+    const strip = r === 0 ? ` em-top em-g${gi(items[j]) % 8}` : c === 0 ? ` em-left em-g${gi(items[i]) % 8}` : "";
+    const el = h("span", { class: `em-c${edge(r) ? " em-gt" : ""}${edge(c) ? " em-gl" : ""}${strip}`, "data-r": r, "data-c": c });
     el.style.setProperty("--v", shade(data.S[i][j]) + "%");
     cells.push(el);
   }));
