@@ -66,13 +66,15 @@ def test_claims_that_hold_on_random_points_fail_the_build(site_with_lab, capsys)
     low = round(float(np.mean(cross)) - 0.05, 2)  # below the random points' own mean: true of them
     hub = f'"{busiest}" is in the top 3 of at least {count} items'
     crowd = f"mean cosine across groups > {low}"
-    with_vectors(site_with_lab, mean, cls, [hub, crowd, "mean [CLS] cosine across groups > 0.5"])
+    near_zero = "mean cosine across groups < 0.1"  # random unit vectors are near orthogonal too
+    with_vectors(site_with_lab, mean, cls, [hub, crowd, near_zero, "mean [CLS] cosine across groups > 0.5"])
     code, _, err = run_labs(capsys, "build")
     assert code == 1
     found = error_at(err, LAB_YAML, hub, "claim")
     assert "fails: it would hold for random points: 23 random unit vectors in 384 dimensions" in found, found
     assert "so it shows no hubness; claim a count they reach in under 1% of draws" in found
     assert "fails: it would hold for random points" in error_at(err, LAB_YAML, crowd, "claim")
+    assert "give a mean < 0.1 in 100.0% of 400 draws" in error_at(err, LAB_YAML, near_zero, "claim")
     assert "fails: the mean is 0.0" in error_at(err, LAB_YAML, "mean [CLS] cosine", "claim")
 
 
@@ -80,7 +82,8 @@ def test_claims_that_hold_on_random_points_fail_the_build(site_with_lab, capsys)
 def test_a_real_hub_and_a_real_offset_pass_and_an_offset_fails_a_near_zero_claim(site_with_lab, capsys, offset_mean):  # noqa: F811
     """Item 0 is the normalised sum of the other items, so it is nearest to each of them (a
     hub); every [CLS] vector shares a large coordinate 99 (an offset). With the offset in the
-    mean-pooled vectors as well, 'mean cosine across groups < 0.1' is false, and fails."""
+    mean-pooled vectors as well, 'mean cosine across groups < 0.1' is false, and fails (without
+    it the claim is true, but of random points too, and is not made)."""
     n, total = sizes(site_with_lab)
     rng = np.random.default_rng(11)
     mean, cls = rng.standard_normal((total, 384)), rng.standard_normal((total, 384))
@@ -91,7 +94,7 @@ def test_a_real_hub_and_a_real_offset_pass_and_an_offset_fails_a_near_zero_claim
     ids = with_vectors(site_with_lab, unit(mean), unit(cls), [
         f'"{yaml.safe_load((site_with_lab / "lab.yaml").read_text(encoding="utf-8"))["embeddings"]["items"][0]["id"]}"'
         " is in the top 3 of at least 20 items",
-        "mean [CLS] cosine across groups > 0.5", "mean cosine across groups < 0.1"])
+        "mean [CLS] cosine across groups > 0.5"] + ["mean cosine across groups < 0.1"] * offset_mean)
     code, _, err = run_labs(capsys, "build")
     if offset_mean:
         assert code == 1 and [e for e in err if ": error: " in e] == [
