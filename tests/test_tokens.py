@@ -109,9 +109,15 @@ def test_the_shipped_lab_builds_and_its_page_shows_what_python_computes(project,
     ("'\"unhappiness\" has 4 pieces'", "'\"unhappiness\" has 3 pieces'",
      "claim '\"unhappiness\" has 3 pieces' is false: \"unhappiness\" is 4 pieces: un ##ha ##pp ##iness"),
     ("'\"😀\" is [UNK]'", "'\"pizza\" is [UNK]'", "is false: \"pizza\" is 1 piece: pizza"),
-    ("'\"fr-greeting\" needs more pieces per word than \"en-greeting\"'",
-     "'\"fr-greeting\" needs fewer pieces per word than \"en-greeting\"'",
-     "example 'fr-greeting' has 16 pieces for 5 words (3.2 per word), example 'en-greeting' 8 for 6 (1.33 per word)"),
+    ("'\"code\" needs more pieces per word than \"en-capital\"'",
+     "'\"code\" needs fewer pieces per word than \"en-capital\"'",
+     "example 'code' has 23 pieces for 12 words (1.92 per word), example 'en-capital' 7 for 6 (1.17 per word)"),
+    ("'\"fr-greeting\" needs more pieces than \"en-greeting\"'",
+     "'\"fr-greeting\" needs fewer pieces than \"en-greeting\"'",
+     "example 'fr-greeting' has 16 pieces, example 'en-greeting' 8"),
+    # the whole word is [UNK]; with a space, only the emoji is, and the claim fails
+    ("'\"pizza😀\" is [UNK]'", "'\"pizza 😀\" is [UNK]'", "\"pizza 😀\" is 2 pieces: pizza [UNK]"),
+    ("'\"résumé\" is resume'", "'\"résumé\" is résumé'", "\"résumé\" is 1 piece: resume"),
     ("'\"Paris\" is paris'", "'\"Paris\" is Paris'", "\"Paris\" is 1 piece: paris"),
     ("'\"rare-word\" has 8 pieces'", "'\"rare-wurd\" has 8 pieces'", "'rare-wurd' looks like an example id"),
     ("'\"rare-word\" has 8 pieces'", "'rare-word is long'", "cannot read the claim"),
@@ -135,6 +141,34 @@ def test_a_wrong_answer_key_fails_at_its_line(project, capsys, old, new, message
     code, _, err = check(capsys)
     assert code == 1
     assert any(re.match(rf"content/labs/tokens/quiz.yaml:{line}:\d+: error: ", e) and message in e for e in err), err
+
+
+def test_same_as_names_another_example(project, capsys):
+    line = edit(project, "lab.yaml", "      same_as: en-capital\n", "      same_as: en-capitol\n")
+    code, _, err = check(capsys)
+    assert code == 1 and any(e.startswith(f"content/labs/tokens/lab.yaml:{line}:") and "not 'en-capitol'" in e
+                             and "en-capital" in e for e in err), err
+
+
+def test_why_it_matters_compares_translations_piece_for_piece_as_transformers_counts(project, capsys):
+    """The figure is the pieces of a text over the pieces of the same meaning in English, both
+    counted by transformers' BertTokenizer: not pieces per space-separated word."""
+    from conftest import reference
+
+    slow = reference("transformers").BertTokenizer(str(BUNDLE / "vocab.txt"))
+    code, _, err = run(capsys, "build", "--content", "content", "--theme", str(THEME), "--output", "site")
+    assert (code, err) == (0, []), err
+    html = (project / "site/labs/tokens/index.html").read_text(encoding="utf-8")
+    texts = dict(re.findall(r"- id: ([a-z0-9-]+)\n\s+text: (.+)", (LAB / "lab.yaml").read_text("utf-8")))
+    pairs = dict(re.findall(r"- id: ([a-z0-9-]+)\n\s+text: .+\n\s+same_as: ([a-z0-9-]+)", (LAB / "lab.yaml").read_text("utf-8")))
+    assert pairs == {"fr-greeting": "en-greeting", "cjk": "en-capital"}
+    for mine, twin in pairs.items():
+        ratio = len(slow.tokenize(texts[mine])) / len(slow.tokenize(texts[twin]))
+        item = html.split(f'data-example="{mine}"')[1].split("</li>")[0]
+        assert f"says what {twin} says, in {f'{ratio:.2f}'.rstrip('0').rstrip('.')}× the pieces" in item, item
+    assert "pieces per word" not in html.split('id="tk-matters"')[1].split("</ul>")[0]
+    # the quiz's feedback speaks of pieces, not of the pick key an author wrote in quiz.yaml
+    assert "continuation&#x27;" not in html and "continuation'" not in html
 
 
 def test_a_missing_bundle_is_an_error_at_its_line(project, capsys):
@@ -197,6 +231,7 @@ def test_every_number_the_teaching_text_states_is_recomputed(tokenizer):
         "['un', '##ha', '##pp', '##iness']": repr(list(c("unhappiness").pieces)),
         "`un` `##ha` `##pp` `##iness`": " ".join(f"`{p}`" for p in c("unhappiness").pieces),
         "answer: 4": f"answer: {len(c('unhappiness').pieces)}",
+        "994 of": f"{sum(p.startswith('[unused') for p in tokenizer.vocab)} of",
         "all-MiniLM-L6-v2": bundle_at(BUNDLE).meta["model"]["name"].split("/")[-1],
     }
     for stated, computed in facts.items():
@@ -221,6 +256,47 @@ def test_the_teaching_texts_statements_about_pieces_hold(tokenizer):
     code = count("for (let i = 0; i < n; i++) total += x[i];", tokenizer)
     assert all(p in code.pieces for p in "()[];=+")  # "code spends a piece on every bracket and operator"
     assert clean_text("a\u00a0b").split() == ["a", "b"]
+    assert count("pizza😀", tokenizer).is_unknown()  # the whole word, pizza too
+    assert count("résumé", tokenizer).pieces == count("resume", tokenizer).pieces == ("resume",)
+    assert count("नमस्ते", tokenizer).pieces == ("न", "##म", "##स", "##त")
+    # "no text produces" the [unused] entries: the basic tokenizer splits their brackets off
+    assert all(not p.startswith("[unused") for p in count("[unused0] [unused993]", tokenizer).pieces)
+
+
+def _reference_tokenizer():
+    from conftest import reference
+
+    return reference("transformers").BertTokenizer(str(BUNDLE / "vocab.txt"))
+
+
+def test_the_teaching_texts_statements_hold_for_transformers_too():
+    """The same statements, checked against Hugging Face's BertTokenizer rather than ours."""
+    slow = _reference_tokenizer()
+    assert slow.tokenize("pizza😀") == ["[UNK]"] and slow.tokenize("pizza 😀") == ["pizza", "[UNK]"]
+    assert slow.tokenize("résumé") == slow.tokenize("resume") == ["resume"]
+    assert slow.tokenize("नमस्ते") == ["न", "##म", "##स", "##त"]
+    assert sum(p.startswith("[unused") for p in slow.get_vocab()) == 994 and len(slow) == 30522
+    assert all(slow.tokenize(f"a{c}b") == ["a", c, "b"] for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")  # FAQ
+    # adding a piece is routine: a new id, and a new row once the embedding table is resized
+    torch = __import__("torch")
+    transformers = __import__("transformers")
+    assert slow.add_tokens(["pizza😀"]) == 1 and slow.tokenize("pizza😀") == ["pizza😀"]
+    model = transformers.BertModel(transformers.BertConfig(vocab_size=30522, hidden_size=8, num_hidden_layers=1,
+                                                           num_attention_heads=1, intermediate_size=8))
+    model.resize_token_embeddings(len(slow))
+    assert model.get_input_embeddings().weight.shape == torch.Size([30523, 8])
+
+
+def test_code_mds_function_gives_transformers_pieces_even_on_long_words(tokenizer):
+    """code.md's Python, run as written, against BertTokenizer on words up to and over its length limit."""
+    source = re.search(r"```python\n(.*?)```", (LAB / "code.md").read_text("utf-8"), re.S).group(1)
+    source = source.split("# The Hugging Face")[0]
+    scope: dict = {}
+    exec(source, scope)  # noqa: S102 — the lab's own code sample
+    slow = _reference_tokenizer()
+    words = ["unhappiness", "tokenization", "a" * 100, "a" * 101, "x" * 250, "zzzqqq", "naive"]
+    for w in words:
+        assert scope["wordpiece"](w, tokenizer.vocab) == slow.tokenize(w), w
 
 
 def _pair_tokens() -> list[str]:

@@ -14,11 +14,13 @@ Author-facing syntax (``lab.yaml``; docs/kinds/tokens.md has every key)::
         - id: en-greeting                         # lower-case letters, digits, '-', '_'; unique
           text: Good morning, how are you?
           note: English prose.                    # optional
+          same_as: en-prose                       # optional: the example saying the same in another language
       claims:                                     # optional, checked at build
         - '"unhappiness" has 4 pieces'
         - '"unhappiness" is un ##ha ##pp ##iness'
         - '"😀" is [UNK]'
-        - '"fr-greeting" needs more pieces per word than "en-greeting"'
+        - '"fr-greeting" needs more pieces than "en-greeting"'
+        - '"code" needs more pieces per word than "en-prose"'
 
 A quoted example id stands for its text; anything else quoted is the text itself. A false claim
 fails at its line with what the tokenizer computed.
@@ -79,16 +81,18 @@ def compute_payload(spec: TokensSpec) -> dict[str, Any]:
     start = count(spec.text, tokenizer)
     whole = encode(spec.text, tokenizer)  # with [CLS] and [SEP]
     examples = []
-    first = None
+    counted = {e.id: count(e.text, tokenizer) for e in spec.examples}
     for e in spec.examples:
-        c = count(e.text, tokenizer)
-        first = first or c
+        c = counted[e.id]
+        twin = counted.get(e.same_as)
         total = len(c.pieces) + 2
         examples.append({
             "id": e.id, "text": e.text, "note": e.note, "chars": c.chars, "words": c.spaced_words,
             "pieces": _tokens(c), "listed": _listed(c.pieces, c.ids, tokenizer.unk_token), "per_word": ratio_text(c.per_word), "total": total,
             "share": f"{100 * total / positions:.1f}" if positions else "", "fits": positions // total if positions else 0,
-            "vs_first": ratio_text(c.per_word / first.per_word) if first.per_word and c is not first else "",
+            # against the same meaning in another language, piece for piece: dividing by words would
+            # measure where a script puts its spaces (Japanese puts none), not the tokenizer
+            "same_as": e.same_as, "vs_twin": ratio_text(len(c.pieces) / len(twin.pieces)) if twin and twin.pieces else "",
             "unknown": c.pieces.count(tokenizer.unk_token),
         })
     return {
@@ -103,7 +107,7 @@ def compute_payload(spec: TokensSpec) -> dict[str, Any]:
         "listed": _listed(whole.tokens, whole.ids, tokenizer.unk_token, (0, len(whole.tokens) - 1)),
         "counts": {"chars": start.chars, "words": start.spaced_words, "pieces": len(start.pieces)},
         "word": spec.word, "steps": steps(spec.word, tokenizer) if spec.word else None,
-        "examples": examples, "first": spec.examples[0].id,
+        "examples": examples,
     }
 
 
@@ -179,8 +183,8 @@ def _read_pick_question(reader: Reader, where: tuple, qid: str, text: str, count
     for j, (piece, ident, ok) in enumerate(zip(counted.pieces, counted.ids, results)):
         kind = "continues a word" if piece.startswith("##") else "is [UNK]" if piece == unk else "starts a word"
         options.append(Option(f"{qid}-p{j}", html.escape(piece), piece, ok,
-                              html.escape(f"id {ident}; it {kind}" + ("." if ok else f", and {pick!r} asks for "
-                                          f"the piece that {what.get(pick, 'is ' + pick)}."))))
+                              html.escape(f"id {ident}; it {kind}" + ("." if ok else f", and the question asks for "
+                                          f"a piece that {what.get(pick, 'is ' + pick)}."))))
     return KindQuestion(tuple(options), {"form": "pick", "text": text, "pick": pick},
                         "any" if sum(results) > 1 else "all")
 
@@ -225,7 +229,7 @@ class TokensKind(LabKind):
         return data + pickle.dumps(self.version), tuple(folder / n for n in names if (folder / n).is_file())
 
     def page(self, lab: Lab, payload: Any) -> PageData:
-        keep = ("runtime", "special", "text", "word", "first")
+        keep = ("runtime", "special", "text", "word")
         return PageData({k: payload[k] for k in keep})
 
     def site_files(self, labs: Sequence[Lab], options: Mapping[str, Any], store: Path | None) -> Mapping[str, bytes]:

@@ -25,9 +25,10 @@ _UNK = re.compile(_QUOTED.format("a") + r"\s+is\s+\[UNK\]$")
 _IS = re.compile(_QUOTED.format("a") + r"\s+is\s+(?P<pieces>\S+(?:\s+\S+)*)$")
 _PER_WORD = re.compile(_QUOTED.format("a") + r"\s+needs\s+(?P<cmp>more|fewer)\s+pieces\s+per\s+word\s+than\s+"
                        + _QUOTED.format("b") + "$")
-CLAIM_HELP = ("write '\"unhappiness\" has 3 pieces', '\"unhappiness\" is un ##ha ##pp ##iness', '\"😀\" is [UNK]' "
-              "or '\"fr-greeting\" needs more pieces per word than \"en-greeting\"' (a quoted example id stands "
-              "for its text)")
+_MORE = re.compile(_QUOTED.format("a") + r"\s+needs\s+(?P<cmp>more|fewer)\s+pieces\s+than\s+" + _QUOTED.format("b") + "$")
+CLAIM_HELP = ("write '\"unhappiness\" has 3 pieces', '\"unhappiness\" is un ##ha ##pp ##iness', '\"😀\" is [UNK]', "
+              "'\"fr-greeting\" needs more pieces than \"en-greeting\"' or '\"code\" needs more pieces per word "
+              "than \"en-prose\"' (a quoted example id stands for its text)")
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Example:
     id: str
     text: str
     note: str
+    same_as: str = ""  # the id of an example that says the same in another language: "why it matters" compares
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,11 @@ def check_claim(text: str, examples: dict[str, str], tokenizer) -> tuple[bool | 
     """(True, "") for a true claim; (False, the computed truth) for a false one; (None, why) for one
     that cannot be read."""
     text = " ".join(text.split())
+    if m := _MORE.fullmatch(text):
+        (ta, na), (tb, nb) = _ref(examples, m.group("a")), _ref(examples, m.group("b"))
+        ca, cb = count(ta, tokenizer), count(tb, tokenizer)
+        ok = len(ca.pieces) > len(cb.pieces) if m.group("cmp") == "more" else len(ca.pieces) < len(cb.pieces)
+        return ok, f"{na} has {len(ca.pieces)} pieces, {nb} {len(cb.pieces)}"
     if m := _PER_WORD.fullmatch(text):
         (ta, na), (tb, nb) = _ref(examples, m.group("a")), _ref(examples, m.group("b"))
         ca, cb = count(ta, tokenizer), count(tb, tokenizer)
@@ -140,7 +147,7 @@ def read_tokens(reader: Reader, where: tuple, lab_dir: Path) -> TokensSpec | Non
         reader.error(where + ("examples",), f"compare shows {MIN_EXAMPLES} to {MAX_EXAMPLES} examples, not {len(items)}")
     for i, _ in enumerate(items):
         at = where + ("examples", i)
-        if reader.mapping(at, required=("id", "text"), optional=("note",)) is None:
+        if reader.mapping(at, required=("id", "text"), optional=("note", "same_as")) is None:
             continue
         example_id = reader.string(at + ("id",), multiline=False)
         if example_id is not None and not _ID.match(example_id):
@@ -152,8 +159,15 @@ def read_tokens(reader: Reader, where: tuple, lab_dir: Path) -> TokensSpec | Non
         ids.append(example_id)
         text = _text(reader, at + ("text",), f"example {example_id!r}'s text")
         note = reader.string(at + ("note",), required=False, multiline=False) or ""
+        same_as = reader.string(at + ("same_as",), required=False, multiline=False) or ""
         if example_id is not None and text is not None:
-            examples.append(Example(example_id, text, note))
+            examples.append(Example(example_id, text, note, same_as))
+    known = [e.id for e in examples]
+    for e in examples:
+        if e.same_as and (e.same_as not in known or e.same_as == e.id):
+            at = where + ("examples", ids.index(e.id), "same_as")
+            reader.error(at, f"'same_as' names another example's id, not {e.same_as!r}"
+                             f"{did_you_mean(e.same_as, [k for k in known if k != e.id])}")
     start = examples[0].text if examples else ""
     if reader.value(where + ("text",)) is not None:
         start = _text(reader, where + ("text",), "'text'") or ""
