@@ -222,6 +222,14 @@ def _teaching_text() -> str:
     return "\n".join([p.read_text(encoding="utf-8") for p in files] + prose)
 
 
+def _bpe_model_name() -> str:
+    from llama_fixtures import smollm2_gguf
+
+    from generator.kinds.tokens import bytelevel
+
+    return bytelevel.page_ref("smollm2-135m-instruct", smollm2_gguf())["model"].split("/")[-1]
+
+
 def test_every_number_the_teaching_text_states_is_recomputed(tokenizer):
     text = _teaching_text()
     c = lambda s: count(s, tokenizer)  # noqa: E731
@@ -233,6 +241,8 @@ def test_every_number_the_teaching_text_states_is_recomputed(tokenizer):
         "answer: 4": f"answer: {len(c('unhappiness').pieces)}",
         "994 of": f"{sum(p.startswith('[unused') for p in tokenizer.vocab)} of",
         "all-MiniLM-L6-v2": bundle_at(BUNDLE).meta["model"]["name"].split("/")[-1],
+        # the decoder whose BPE the lab compares with, as its page files name it
+        "SmolLM2-135M-Instruct": _bpe_model_name(), "SmolLM2": _bpe_model_name().split("-")[0],
     }
     for stated, computed in facts.items():
         assert stated in text and stated == computed, (stated, computed)
@@ -308,6 +318,14 @@ def _pair_tokens() -> list[str]:
     return slow.convert_ids_to_tokens(slow("a", "b")["input_ids"])
 
 
+def _bpe_count(text: str):
+    from llama_fixtures import smollm2_gguf
+
+    from generator.kinds.tokens import bytelevel
+
+    return bytelevel.count(text, bytelevel.tokenizer(smollm2_gguf()))
+
+
 def test_numbers_written_as_words_are_checked_too(tokenizer):
     import unicodedata
 
@@ -318,6 +336,9 @@ def test_numbers_written_as_words_are_checked_too(tokenizer):
         "two dots": len([c for c in unicodedata.normalize("NFD", "で") if unicodedata.category(c) == "Mn"]) == 1
         and unicodedata.name(unicodedata.normalize("NFD", "で")[1]).endswith("VOICED SOUND MARK"),  # the dakuten
         "two sentences": _pair_tokens() == ["[CLS]", "a", "[SEP]", "b", "[SEP]"],  # FAQ: [SEP] between two sentences
+        "two tokenizers": True,  # WordPiece and BPE, named in the same sentence
+        "three tokens": len(_bpe_count("😀").ids) == 3,  # "😀 is three tokens holding its four bytes"
+        "four bytes": len("😀".encode("utf-8")) == 4 and "".join(_bpe_count("😀").pieces).count("<0x") == 4,
     }
     assert sorted(set(spelt)) == sorted(checked) and all(checked.values()), spelt
 
@@ -330,7 +351,7 @@ def test_a_bundles_page_files_are_the_runtimes_own_so_other_kinds_can_give_the_s
     from generator.kinds.tokens import TokensKind
     from generator.runtime import site
 
-    labs = [SimpleNamespace(spec=SimpleNamespace(vocabulary=str(BUNDLE.resolve())))] * 2
+    labs = [SimpleNamespace(spec=SimpleNamespace(vocabulary=str(BUNDLE.resolve()), bpe_gguf=""))] * 2
     files = TokensKind().site_files(labs, {}, None)
     assert files == site.site_files(bundle_at(BUNDLE))
     assert sum(p.rsplit("/", 1)[-1].startswith("model-vocab.") for p in files) == 1

@@ -160,6 +160,8 @@ def test_axe_clean_and_no_sideways_scrolling(browser, watch, shipped, axe, schem
         page = ctx.new_page()
         _open(page, shipped)
         _load(page)
+        page.get_by_role("button", name="Compare with BPE").click()  # BPE's list beside WordPiece's, checked too
+        expect(page.locator("#tk-bpe")).to_have_attribute("data-state", "ready", timeout=30_000)
         page.locator("#tk-text").fill("Tokenizers split antidisestablishmentarianism and 😀 into pieces.")
         page.locator("#tk-word").fill("antidisestablishmentarianism")
         expect(page.locator("#tk-steps .tk-w").first).to_have_text("antidisestablishmentarianism")

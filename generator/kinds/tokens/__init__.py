@@ -53,11 +53,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from generator.kinds import Computed, KindQuestion, Lab, LabKind, Option, PageData, Reader
+from generator.kinds import Computed, KindQuestion, Lab, LabKind, ModelUse, Option, PageData, Reader
+from generator.kinds.helpers import fingerprint, minified, shared_src
 from generator.models.wordpiece import encode
 from generator.kinds.tokens.pieces import count, ratio_text, steps
 from generator.kinds.tokens.reading import MAX_TEXT, TokensSpec, describe, read_tokens
-from generator.kinds.tokens import vocabulary
+from generator.kinds.tokens import bytelevel, vocabulary
 
 PICKS = ("continuation", "word-start", "unknown")
 
@@ -108,7 +109,23 @@ def compute_payload(spec: TokensSpec) -> dict[str, Any]:
         "counts": {"chars": start.chars, "words": start.spaced_words, "pieces": len(start.pieces)},
         "word": spec.word, "steps": steps(spec.word, tokenizer) if spec.word else None,
         "examples": examples,
+        "bpe": _bpe_ref(spec),
     }
+
+
+def _bpe_ref(spec: TokensSpec) -> dict[str, Any] | None:
+    if not spec.bpe:
+        return None
+    if not spec.bpe_gguf:
+        return bytelevel.page_ref(spec.bpe, None)  # why the page shows WordPiece only
+    return {**bytelevel.page_ref(spec.bpe, Path(spec.bpe_gguf)), "later": shared_src("tokens", _later_script()[0])}
+
+
+def _later_script() -> tuple[str, bytes]:
+    """static/later/bpe-compare.js, minified and fingerprinted: the BPE comparison's code, which the
+    page adds only when the learner asks for it (so a first visit does not carry it)."""
+    data = (minified(Path(__file__).parent / "static" / "later" / "bpe-compare.js") + "\n").encode()
+    return fingerprint("bpe-compare.js", data), data
 
 
 def _picked(pick: str, piece: str, unk: str) -> bool:
@@ -121,7 +138,7 @@ def _picked(pick: str, piece: str, unk: str) -> bool:
     return piece == pick
 
 
-def _read_count_question(reader: Reader, where: tuple, qid: str, text: str, counted) -> KindQuestion | None:
+def _read_count_question(reader: Reader, where: tuple, qid: str, text: str, counted, which: str) -> KindQuestion | None:
     choices: list[int] = []
     items = reader.sequence(where + ("choices",)) or []
     for i, _ in enumerate(items):
@@ -150,10 +167,11 @@ def _read_count_question(reader: Reader, where: tuple, qid: str, text: str, coun
     options = tuple(Option(f"{qid}-n{n}", str(n), str(n), n == right,
                            html.escape(f"{truth}." if n == right else f"Not {n}: {truth}."))
                     for n in choices)
-    return KindQuestion(options, {"form": "count", "text": text})
+    return KindQuestion(options, {"form": "count", "text": text, "tokenizer": which})
 
 
-def _read_pick_question(reader: Reader, where: tuple, qid: str, text: str, counted, unk: str) -> KindQuestion | None:
+def _read_pick_question(reader: Reader, where: tuple, qid: str, text: str, counted, unk: str | None,
+                        which: str) -> KindQuestion | None:
     pick = reader.string(where + ("pick",), multiline=False)
     if pick is None:
         return None
@@ -181,11 +199,12 @@ def _read_pick_question(reader: Reader, where: tuple, qid: str, text: str, count
     what = {"continuation": "continues a word (##)", "word-start": "starts a word", "unknown": "is [UNK]"}
     options = []
     for j, (piece, ident, ok) in enumerate(zip(counted.pieces, counted.ids, results)):
-        kind = "continues a word" if piece.startswith("##") else "is [UNK]" if piece == unk else "starts a word"
+        kind = ("starts with a space" if piece.startswith("␣") else "has no space before it") if which == "bpe" else \
+            "continues a word" if piece.startswith("##") else "is [UNK]" if piece == unk else "starts a word"
         options.append(Option(f"{qid}-p{j}", html.escape(piece), piece, ok,
                               html.escape(f"id {ident}; it {kind}" + ("." if ok else f", and the question asks for "
                                           f"a piece that {what.get(pick, 'is ' + pick)}."))))
-    return KindQuestion(tuple(options), {"form": "pick", "text": text, "pick": pick},
+    return KindQuestion(tuple(options), {"form": "pick", "text": text, "pick": pick, "tokenizer": which},
                         "any" if sum(results) > 1 else "all")
 
 
@@ -193,7 +212,7 @@ class TokensKind(LabKind):
     keys = ("tokens",)
     required = ("tokens",)
     question_types = ("pieces",)
-    question_keys = {"pieces": (("text",), ("choices", "pick", "answer"))}
+    question_keys = {"pieces": (("text",), ("choices", "pick", "answer", "tokenizer"))}
     widget_title = "Try it"
     description = "tokenization: type text and see a real WordPiece vocabulary's pieces, step by step and compared"
 
@@ -212,14 +231,25 @@ class TokensKind(LabKind):
             reader.error(where, "a pieces question has 'choices' (how many pieces?) or 'pick' (click the piece "
                                 "that …), " + ("not both" if has_choices else "one of them"))
             return None
-        tokenizer = spec.tokenizer()
-        counted = count(text, tokenizer)
+        which = reader.string(where + ("tokenizer",), required=False, multiline=False) or "wordpiece"
+        if which not in ("wordpiece", "bpe"):
+            reader.error(where + ("tokenizer",), f"'tokenizer' is wordpiece (the default) or bpe, not {which!r}")
+            return None
+        if which == "bpe" and not spec.bpe_gguf:
+            reader.error(where + ("tokenizer",), "a BPE question needs the lab's 'bpe:' model, fetched: "
+                         + (bytelevel.missing_note(spec.bpe).split("; ")[1] if spec.bpe else "add e.g. "
+                            "bpe: smollm2-135m-instruct under tokens:"))
+            return None
+        unk = spec.tokenizer().unk_token if which == "wordpiece" else None
+        counted = spec.counter(which)(text)
         if has_choices:
-            return _read_count_question(reader, where, qid, text, counted)
-        return _read_pick_question(reader, where, qid, text, counted, tokenizer.unk_token)
+            return _read_count_question(reader, where, qid, text, counted, which)
+        return _read_pick_question(reader, where, qid, text, counted, unk, which)
 
     def compute(self, lab: Lab, options: Mapping[str, Any]) -> Computed:
-        return Computed(payload=compute_payload(lab.spec))
+        spec = lab.spec
+        notes = (f"{lab.slug}: {bytelevel.missing_note(spec.bpe)}",) if spec.bpe and not spec.bpe_gguf else ()
+        return Computed(payload=compute_payload(spec), notes=notes)
 
     def compute_inputs(self, lab: Lab, options: Mapping[str, Any]) -> tuple[bytes, Sequence[Path]]:
         data, _ = super().compute_inputs(lab, options)
@@ -228,14 +258,22 @@ class TokensKind(LabKind):
         names = ("bundle.json", "vocab.txt", "tokenizer_config.json")
         return data + pickle.dumps(self.version), tuple(folder / n for n in names if (folder / n).is_file())
 
+    def models(self, lab: Lab) -> Sequence[ModelUse]:
+        return (ModelUse(lab.spec.bpe),) if lab.spec.bpe else ()  # `labs models fetch` then fetches it
+
     def page(self, lab: Lab, payload: Any) -> PageData:
-        keep = ("runtime", "special", "text", "word")
+        keep = ("runtime", "special", "text", "word", "bpe")
         return PageData({k: payload[k] for k in keep})
+
+    def shared_files(self) -> Mapping[str, bytes]:
+        return dict([_later_script()])
 
     def site_files(self, labs: Sequence[Lab], options: Mapping[str, Any], store: Path | None) -> Mapping[str, bytes]:
         files: dict[str, bytes] = {}
         for folder in sorted({lab.spec.vocabulary for lab in labs if lab.spec is not None}):
             files.update(vocabulary.site_files(Path(folder)))
+        for gguf in sorted({lab.spec.bpe_gguf for lab in labs if lab.spec is not None and lab.spec.bpe_gguf}):
+            files.update(bytelevel.site_files(Path(gguf)))
         return files
 
     def scaffold(self, slug: str, title: str) -> Mapping[str, str]:

@@ -128,6 +128,15 @@
   text.addEventListener("input", later(drawText));
   word.addEventListener("input", later(drawSteps));
   special.addEventListener("change", showSpecial);
+  const bpeButton = $("tk-bpe-load");  // BPE beside WordPiece: its code (static/later/) and data load on this press
+  if (bpeButton) bpeButton.addEventListener("click", () => {
+    bpeButton.disabled = true;
+    load().then(drawText, () => {});
+    u.load(data.bpe.later).then(() => Labs.tokensBPE(data.bpe, text, rt.code), () => {
+      bpeButton.disabled = false;
+      $("tk-bpe-status").textContent = "The comparison's code could not be loaded" + (navigator.onLine === false ? ": this device is offline." : ".");
+    });
+  });
   showSpecial();
   $("tk-nojs").remove();
   $("tk-load-hint").hidden = false;
