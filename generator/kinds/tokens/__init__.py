@@ -104,7 +104,7 @@ def compute_payload(spec: TokensSpec) -> dict[str, Any]:
         "special": {"cls": [tokenizer.cls_token, tokenizer.vocab[tokenizer.cls_token]],
                     "sep": [tokenizer.sep_token, tokenizer.vocab[tokenizer.sep_token]],
                     "unk": tokenizer.unk_token},
-        "text": spec.text, "tokens": _tokens(start),
+        "text": spec.text, "tokens": _tokens(start), "max_text": MAX_TEXT,
         "listed": _listed(whole.tokens, whole.ids, tokenizer.unk_token, (0, len(whole.tokens) - 1)),
         "counts": {"chars": start.chars, "words": start.spaced_words, "pieces": len(start.pieces)},
         "word": spec.word, "steps": steps(spec.word, tokenizer) if spec.word else None,
