@@ -15,6 +15,8 @@ Author-facing syntax (``lab.yaml``; docs/kinds/tokens.md has every key)::
           text: Good morning, how are you?
           note: English prose.                    # optional
           same_as: en-prose                       # optional: the example saying the same in another language
+      bpe: smollm2-135m-instruct                  # optional: a decoder's byte-level BPE beside WordPiece
+                                                  # (see .bytelevel); without its fetched GGUF, WordPiece only
       claims:                                     # optional, checked at build
         - '"unhappiness" has 4 pieces'
         - '"unhappiness" is un ##ha ##pp ##iness'

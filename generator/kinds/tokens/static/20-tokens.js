@@ -39,7 +39,8 @@
         if (!vocab || !Labs.runtime || !Labs.runtime.WordPiece) throw new Error("no vocabulary");
         wp = Labs.runtime.WordPiece(vocab);
         root.dataset.vocab = "ready";
-        status.textContent = "Vocabulary loaded: " + wp.size.toLocaleString("en") + " pieces. The pieces now follow what you type.";
+        status.textContent = "Vocabulary loaded: " + wp.size.toLocaleString("en") + " pieces. The pieces now follow what you type, up to "
+          + text.maxLength.toLocaleString("en") + " characters.";
         $("tk-load-hint").hidden = true;  // "computed when the page was built" is no longer true
         return wp;
       }).catch(() => {
