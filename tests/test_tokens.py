@@ -109,9 +109,15 @@ def test_the_shipped_lab_builds_and_its_page_shows_what_python_computes(project,
     ("'\"unhappiness\" has 4 pieces'", "'\"unhappiness\" has 3 pieces'",
      "claim '\"unhappiness\" has 3 pieces' is false: \"unhappiness\" is 4 pieces: un ##ha ##pp ##iness"),
     ("'\"😀\" is [UNK]'", "'\"pizza\" is [UNK]'", "is false: \"pizza\" is 1 piece: pizza"),
-    ("'\"fr-greeting\" needs more pieces per word than \"en-greeting\"'",
-     "'\"fr-greeting\" needs fewer pieces per word than \"en-greeting\"'",
-     "example 'fr-greeting' has 16 pieces for 5 words (3.2 per word), example 'en-greeting' 8 for 6 (1.33 per word)"),
+    ("'\"code\" needs more pieces per word than \"en-capital\"'",
+     "'\"code\" needs fewer pieces per word than \"en-capital\"'",
+     "example 'code' has 23 pieces for 12 words (1.92 per word), example 'en-capital' 7 for 6 (1.17 per word)"),
+    ("'\"fr-greeting\" needs more pieces than \"en-greeting\"'",
+     "'\"fr-greeting\" needs fewer pieces than \"en-greeting\"'",
+     "example 'fr-greeting' has 16 pieces, example 'en-greeting' 8"),
+    # the whole word is [UNK]; with a space, only the emoji is, and the claim fails
+    ("'\"pizza😀\" is [UNK]'", "'\"pizza 😀\" is [UNK]'", "\"pizza 😀\" is 2 pieces: pizza [UNK]"),
+    ("'\"résumé\" is resume'", "'\"résumé\" is résumé'", "\"résumé\" is 1 piece: resume"),
     ("'\"Paris\" is paris'", "'\"Paris\" is Paris'", "\"Paris\" is 1 piece: paris"),
     ("'\"rare-word\" has 8 pieces'", "'\"rare-wurd\" has 8 pieces'", "'rare-wurd' looks like an example id"),
     ("'\"rare-word\" has 8 pieces'", "'rare-word is long'", "cannot read the claim"),
@@ -135,6 +141,34 @@ def test_a_wrong_answer_key_fails_at_its_line(project, capsys, old, new, message
     code, _, err = check(capsys)
     assert code == 1
     assert any(re.match(rf"content/labs/tokens/quiz.yaml:{line}:\d+: error: ", e) and message in e for e in err), err
+
+
+def test_same_as_names_another_example(project, capsys):
+    line = edit(project, "lab.yaml", "      same_as: en-capital\n", "      same_as: en-capitol\n")
+    code, _, err = check(capsys)
+    assert code == 1 and any(e.startswith(f"content/labs/tokens/lab.yaml:{line}:") and "not 'en-capitol'" in e
+                             and "en-capital" in e for e in err), err
+
+
+def test_why_it_matters_compares_translations_piece_for_piece_as_transformers_counts(project, capsys):
+    """The figure is the pieces of a text over the pieces of the same meaning in English, both
+    counted by transformers' BertTokenizer: not pieces per space-separated word."""
+    from conftest import reference
+
+    slow = reference("transformers").BertTokenizer(str(BUNDLE / "vocab.txt"))
+    code, _, err = run(capsys, "build", "--content", "content", "--theme", str(THEME), "--output", "site")
+    assert (code, err) == (0, []), err
+    html = (project / "site/labs/tokens/index.html").read_text(encoding="utf-8")
+    texts = dict(re.findall(r"- id: ([a-z0-9-]+)\n\s+text: (.+)", (LAB / "lab.yaml").read_text("utf-8")))
+    pairs = dict(re.findall(r"- id: ([a-z0-9-]+)\n\s+text: .+\n\s+same_as: ([a-z0-9-]+)", (LAB / "lab.yaml").read_text("utf-8")))
+    assert pairs == {"fr-greeting": "en-greeting", "cjk": "en-capital"}
+    for mine, twin in pairs.items():
+        ratio = len(slow.tokenize(texts[mine])) / len(slow.tokenize(texts[twin]))
+        item = html.split(f'data-example="{mine}"')[1].split("</li>")[0]
+        assert f"says what {twin} says, in {f'{ratio:.2f}'.rstrip('0').rstrip('.')}× the pieces" in item, item
+    assert "pieces per word" not in html.split('id="tk-matters"')[1].split("</ul>")[0]
+    # the quiz's feedback speaks of pieces, not of the pick key an author wrote in quiz.yaml
+    assert "continuation&#x27;" not in html and "continuation'" not in html
 
 
 def test_a_missing_bundle_is_an_error_at_its_line(project, capsys):
@@ -188,6 +222,14 @@ def _teaching_text() -> str:
     return "\n".join([p.read_text(encoding="utf-8") for p in files] + prose)
 
 
+def _bpe_model_name() -> str:
+    from llama_fixtures import smollm2_gguf
+
+    from generator.kinds.tokens import bytelevel
+
+    return bytelevel.page_ref("smollm2-135m-instruct", smollm2_gguf())["model"].split("/")[-1]
+
+
 def test_every_number_the_teaching_text_states_is_recomputed(tokenizer):
     text = _teaching_text()
     c = lambda s: count(s, tokenizer)  # noqa: E731
@@ -197,7 +239,10 @@ def test_every_number_the_teaching_text_states_is_recomputed(tokenizer):
         "['un', '##ha', '##pp', '##iness']": repr(list(c("unhappiness").pieces)),
         "`un` `##ha` `##pp` `##iness`": " ".join(f"`{p}`" for p in c("unhappiness").pieces),
         "answer: 4": f"answer: {len(c('unhappiness').pieces)}",
+        "994 of": f"{sum(p.startswith('[unused') for p in tokenizer.vocab)} of",
         "all-MiniLM-L6-v2": bundle_at(BUNDLE).meta["model"]["name"].split("/")[-1],
+        # the decoder whose BPE the lab compares with, as its page files name it
+        "SmolLM2-135M-Instruct": _bpe_model_name(), "SmolLM2": _bpe_model_name().split("-")[0],
     }
     for stated, computed in facts.items():
         assert stated in text and stated == computed, (stated, computed)
@@ -221,6 +266,47 @@ def test_the_teaching_texts_statements_about_pieces_hold(tokenizer):
     code = count("for (let i = 0; i < n; i++) total += x[i];", tokenizer)
     assert all(p in code.pieces for p in "()[];=+")  # "code spends a piece on every bracket and operator"
     assert clean_text("a\u00a0b").split() == ["a", "b"]
+    assert count("pizza😀", tokenizer).is_unknown()  # the whole word, pizza too
+    assert count("résumé", tokenizer).pieces == count("resume", tokenizer).pieces == ("resume",)
+    assert count("नमस्ते", tokenizer).pieces == ("न", "##म", "##स", "##त")
+    # "no text produces" the [unused] entries: the basic tokenizer splits their brackets off
+    assert all(not p.startswith("[unused") for p in count("[unused0] [unused993]", tokenizer).pieces)
+
+
+def _reference_tokenizer():
+    from conftest import reference
+
+    return reference("transformers").BertTokenizer(str(BUNDLE / "vocab.txt"))
+
+
+def test_the_teaching_texts_statements_hold_for_transformers_too():
+    """The same statements, checked against Hugging Face's BertTokenizer rather than ours."""
+    slow = _reference_tokenizer()
+    assert slow.tokenize("pizza😀") == ["[UNK]"] and slow.tokenize("pizza 😀") == ["pizza", "[UNK]"]
+    assert slow.tokenize("résumé") == slow.tokenize("resume") == ["resume"]
+    assert slow.tokenize("नमस्ते") == ["न", "##म", "##स", "##त"]
+    assert sum(p.startswith("[unused") for p in slow.get_vocab()) == 994 and len(slow) == 30522
+    assert all(slow.tokenize(f"a{c}b") == ["a", c, "b"] for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")  # FAQ
+    # adding a piece is routine: a new id, and a new row once the embedding table is resized
+    torch = __import__("torch")
+    transformers = __import__("transformers")
+    assert slow.add_tokens(["pizza😀"]) == 1 and slow.tokenize("pizza😀") == ["pizza😀"]
+    model = transformers.BertModel(transformers.BertConfig(vocab_size=30522, hidden_size=8, num_hidden_layers=1,
+                                                           num_attention_heads=1, intermediate_size=8))
+    model.resize_token_embeddings(len(slow))
+    assert model.get_input_embeddings().weight.shape == torch.Size([30523, 8])
+
+
+def test_code_mds_function_gives_transformers_pieces_even_on_long_words(tokenizer):
+    """code.md's Python, run as written, against BertTokenizer on words up to and over its length limit."""
+    source = re.search(r"```python\n(.*?)```", (LAB / "code.md").read_text("utf-8"), re.S).group(1)
+    source = source.split("# The Hugging Face")[0]
+    scope: dict = {}
+    exec(source, scope)  # noqa: S102 — the lab's own code sample
+    slow = _reference_tokenizer()
+    words = ["unhappiness", "tokenization", "a" * 100, "a" * 101, "x" * 250, "zzzqqq", "naive"]
+    for w in words:
+        assert scope["wordpiece"](w, tokenizer.vocab) == slow.tokenize(w), w
 
 
 def _pair_tokens() -> list[str]:
@@ -230,6 +316,14 @@ def _pair_tokens() -> list[str]:
     transformers = reference("transformers")
     slow = transformers.BertTokenizer(str(BUNDLE / "vocab.txt"))
     return slow.convert_ids_to_tokens(slow("a", "b")["input_ids"])
+
+
+def _bpe_count(text: str):
+    from llama_fixtures import smollm2_gguf
+
+    from generator.kinds.tokens import bytelevel
+
+    return bytelevel.count(text, bytelevel.tokenizer(smollm2_gguf()))
 
 
 def test_numbers_written_as_words_are_checked_too(tokenizer):
@@ -242,6 +336,9 @@ def test_numbers_written_as_words_are_checked_too(tokenizer):
         "two dots": len([c for c in unicodedata.normalize("NFD", "で") if unicodedata.category(c) == "Mn"]) == 1
         and unicodedata.name(unicodedata.normalize("NFD", "で")[1]).endswith("VOICED SOUND MARK"),  # the dakuten
         "two sentences": _pair_tokens() == ["[CLS]", "a", "[SEP]", "b", "[SEP]"],  # FAQ: [SEP] between two sentences
+        "two tokenizers": True,  # WordPiece and BPE, named in the same sentence
+        "three tokens": len(_bpe_count("😀").ids) == 3,  # "😀 is three tokens holding its four bytes"
+        "four bytes": len("😀".encode("utf-8")) == 4 and "".join(_bpe_count("😀").pieces).count("<0x") == 4,
     }
     assert sorted(set(spelt)) == sorted(checked) and all(checked.values()), spelt
 
@@ -254,7 +351,7 @@ def test_a_bundles_page_files_are_the_runtimes_own_so_other_kinds_can_give_the_s
     from generator.kinds.tokens import TokensKind
     from generator.runtime import site
 
-    labs = [SimpleNamespace(spec=SimpleNamespace(vocabulary=str(BUNDLE.resolve())))] * 2
+    labs = [SimpleNamespace(spec=SimpleNamespace(vocabulary=str(BUNDLE.resolve()), bpe_gguf=""))] * 2
     files = TokensKind().site_files(labs, {}, None)
     assert files == site.site_files(bundle_at(BUNDLE))
     assert sum(p.rsplit("/", 1)[-1].startswith("model-vocab.") for p in files) == 1

@@ -160,6 +160,8 @@ def test_axe_clean_and_no_sideways_scrolling(browser, watch, shipped, axe, schem
         page = ctx.new_page()
         _open(page, shipped)
         _load(page)
+        page.get_by_role("button", name="Compare with BPE").click()  # BPE's list beside WordPiece's, checked too
+        expect(page.locator("#tk-bpe")).to_have_attribute("data-state", "ready", timeout=30_000)
         page.locator("#tk-text").fill("Tokenizers split antidisestablishmentarianism and 😀 into pieces.")
         page.locator("#tk-word").fill("antidisestablishmentarianism")
         expect(page.locator("#tk-steps .tk-w").first).to_have_text("antidisestablishmentarianism")
@@ -220,5 +222,57 @@ def test_without_javascript_the_build_time_pieces_and_a_true_note_are_shown(brow
         expect(page.locator("#tk-nojs")).to_be_visible()
         expect(page.locator("#tk-load-hint")).to_be_hidden()
         expect(page.locator("#tk-steps .tk-try").first).to_be_visible()
+    finally:
+        ctx.close()
+
+
+def test_on_a_phone_the_pieces_follow_the_box_and_the_build_note_goes_once_the_vocabulary_is_live(
+        browser, watch, shipped):
+    ctx = _watched_context(browser, watch, 375, 812)
+    try:
+        page = ctx.new_page()
+        _open(page, shipped)
+        expect(page.locator("#tk-load-hint")).to_contain_text("Computed when the page was built")
+        _load(page)
+        expect(page.locator("#tk-load-hint")).to_be_hidden()  # no longer true: the pieces are live
+        page.locator("#tk-text").fill("Pieces right under the box")
+        page.evaluate("document.getElementById('tk-text').scrollIntoView({block: 'start'})")
+        box = page.locator("#tk-text").bounding_box()
+        first = page.locator("#tk-tokens > li").nth(1).bounding_box()  # the first piece after [CLS]
+        # while typing, a phone's on-screen keyboard covers about the lower 40% of an 812 px screen:
+        # the first piece must show above it, with the box at the top
+        assert box["y"] > -1 and first["y"] + first["height"] <= 0.6 * 812, (box, first)
+    finally:
+        ctx.close()
+    assert not watch.problems, watch.problems
+
+
+def test_text_boxes_take_their_direction_from_what_is_typed(page, shipped):
+    _open(page, shipped)
+    for box in ("#tk-text", "#tk-word"):
+        page.locator(box).fill("مرحبا")
+        assert page.locator(box).evaluate("e => e.matches(':dir(rtl)')"), box
+        page.locator(box).fill("hello")
+        assert page.locator(box).evaluate("e => e.matches(':dir(ltr)')"), box
+
+
+def test_a_failed_load_blames_the_connection_only_when_the_device_is_offline(browser, watch, shipped):
+    watch.allow(r"Failed to load resource|net::ERR")
+    ctx = _watched_context(browser, watch)
+    try:
+        page = ctx.new_page()
+        _open(page, shipped)
+        ctx.set_offline(True)
+        page.locator("#tk-text").focus()
+        expect(page.locator("#tokens")).to_have_attribute("data-vocab", "failed", timeout=20_000)
+        expect(page.locator("#tk-status")).to_contain_text("This device is offline")
+        ctx.set_offline(False)
+        page.goto("about:blank")
+        page.route(re.compile(r".*model-vocab\..*"), lambda route: route.abort())  # online, the file is what fails
+        _open(page, shipped)
+        page.locator("#tk-text").focus()
+        expect(page.locator("#tokens")).to_have_attribute("data-vocab", "failed", timeout=20_000)
+        status = page.locator("#tk-status").inner_text()
+        assert status.startswith("The vocabulary's file could not be loaded") and "offline" not in status, status
     finally:
         ctx.close()

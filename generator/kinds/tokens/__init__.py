@@ -14,11 +14,15 @@ Author-facing syntax (``lab.yaml``; docs/kinds/tokens.md has every key)::
         - id: en-greeting                         # lower-case letters, digits, '-', '_'; unique
           text: Good morning, how are you?
           note: English prose.                    # optional
+          same_as: en-prose                       # optional: the example saying the same in another language
+      bpe: smollm2-135m-instruct                  # optional: a decoder's byte-level BPE beside WordPiece
+                                                  # (see .bytelevel); without its fetched GGUF, WordPiece only
       claims:                                     # optional, checked at build
         - '"unhappiness" has 4 pieces'
         - '"unhappiness" is un ##ha ##pp ##iness'
         - '"😀" is [UNK]'
-        - '"fr-greeting" needs more pieces per word than "en-greeting"'
+        - '"fr-greeting" needs more pieces than "en-greeting"'
+        - '"code" needs more pieces per word than "en-prose"'
 
 A quoted example id stands for its text; anything else quoted is the text itself. A false claim
 fails at its line with what the tokenizer computed.
@@ -51,11 +55,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from generator.kinds import Computed, KindQuestion, Lab, LabKind, Option, PageData, Reader
+from generator.kinds import Computed, KindQuestion, Lab, LabKind, ModelUse, Option, PageData, Reader
+from generator.kinds.helpers import fingerprint, minified, shared_src
 from generator.models.wordpiece import encode
 from generator.kinds.tokens.pieces import count, ratio_text, steps
 from generator.kinds.tokens.reading import MAX_TEXT, TokensSpec, describe, read_tokens
-from generator.kinds.tokens import vocabulary
+from generator.kinds.tokens import bytelevel, vocabulary
 
 PICKS = ("continuation", "word-start", "unknown")
 
@@ -79,16 +84,18 @@ def compute_payload(spec: TokensSpec) -> dict[str, Any]:
     start = count(spec.text, tokenizer)
     whole = encode(spec.text, tokenizer)  # with [CLS] and [SEP]
     examples = []
-    first = None
+    counted = {e.id: count(e.text, tokenizer) for e in spec.examples}
     for e in spec.examples:
-        c = count(e.text, tokenizer)
-        first = first or c
+        c = counted[e.id]
+        twin = counted.get(e.same_as)
         total = len(c.pieces) + 2
         examples.append({
             "id": e.id, "text": e.text, "note": e.note, "chars": c.chars, "words": c.spaced_words,
             "pieces": _tokens(c), "listed": _listed(c.pieces, c.ids, tokenizer.unk_token), "per_word": ratio_text(c.per_word), "total": total,
             "share": f"{100 * total / positions:.1f}" if positions else "", "fits": positions // total if positions else 0,
-            "vs_first": ratio_text(c.per_word / first.per_word) if first.per_word and c is not first else "",
+            # against the same meaning in another language, piece for piece: dividing by words would
+            # measure where a script puts its spaces (Japanese puts none), not the tokenizer
+            "same_as": e.same_as, "vs_twin": ratio_text(len(c.pieces) / len(twin.pieces)) if twin and twin.pieces else "",
             "unknown": c.pieces.count(tokenizer.unk_token),
         })
     return {
@@ -99,12 +106,28 @@ def compute_payload(spec: TokensSpec) -> dict[str, Any]:
         "special": {"cls": [tokenizer.cls_token, tokenizer.vocab[tokenizer.cls_token]],
                     "sep": [tokenizer.sep_token, tokenizer.vocab[tokenizer.sep_token]],
                     "unk": tokenizer.unk_token},
-        "text": spec.text, "tokens": _tokens(start),
+        "text": spec.text, "tokens": _tokens(start), "max_text": MAX_TEXT,
         "listed": _listed(whole.tokens, whole.ids, tokenizer.unk_token, (0, len(whole.tokens) - 1)),
         "counts": {"chars": start.chars, "words": start.spaced_words, "pieces": len(start.pieces)},
         "word": spec.word, "steps": steps(spec.word, tokenizer) if spec.word else None,
-        "examples": examples, "first": spec.examples[0].id,
+        "examples": examples,
+        "bpe": _bpe_ref(spec),
     }
+
+
+def _bpe_ref(spec: TokensSpec) -> dict[str, Any] | None:
+    if not spec.bpe:
+        return None
+    if not spec.bpe_gguf:
+        return bytelevel.page_ref(spec.bpe, None)  # why the page shows WordPiece only
+    return {**bytelevel.page_ref(spec.bpe, Path(spec.bpe_gguf)), "later": shared_src("tokens", _later_script()[0])}
+
+
+def _later_script() -> tuple[str, bytes]:
+    """static/later/bpe-compare.js, minified and fingerprinted: the BPE comparison's code, which the
+    page adds only when the learner asks for it (so a first visit does not carry it)."""
+    data = (minified(Path(__file__).parent / "static" / "later" / "bpe-compare.js") + "\n").encode()
+    return fingerprint("bpe-compare.js", data), data
 
 
 def _picked(pick: str, piece: str, unk: str) -> bool:
@@ -117,7 +140,7 @@ def _picked(pick: str, piece: str, unk: str) -> bool:
     return piece == pick
 
 
-def _read_count_question(reader: Reader, where: tuple, qid: str, text: str, counted) -> KindQuestion | None:
+def _read_count_question(reader: Reader, where: tuple, qid: str, text: str, counted, which: str) -> KindQuestion | None:
     choices: list[int] = []
     items = reader.sequence(where + ("choices",)) or []
     for i, _ in enumerate(items):
@@ -146,10 +169,11 @@ def _read_count_question(reader: Reader, where: tuple, qid: str, text: str, coun
     options = tuple(Option(f"{qid}-n{n}", str(n), str(n), n == right,
                            html.escape(f"{truth}." if n == right else f"Not {n}: {truth}."))
                     for n in choices)
-    return KindQuestion(options, {"form": "count", "text": text})
+    return KindQuestion(options, {"form": "count", "text": text, "tokenizer": which})
 
 
-def _read_pick_question(reader: Reader, where: tuple, qid: str, text: str, counted, unk: str) -> KindQuestion | None:
+def _read_pick_question(reader: Reader, where: tuple, qid: str, text: str, counted, unk: str | None,
+                        which: str) -> KindQuestion | None:
     pick = reader.string(where + ("pick",), multiline=False)
     if pick is None:
         return None
@@ -177,11 +201,12 @@ def _read_pick_question(reader: Reader, where: tuple, qid: str, text: str, count
     what = {"continuation": "continues a word (##)", "word-start": "starts a word", "unknown": "is [UNK]"}
     options = []
     for j, (piece, ident, ok) in enumerate(zip(counted.pieces, counted.ids, results)):
-        kind = "continues a word" if piece.startswith("##") else "is [UNK]" if piece == unk else "starts a word"
+        kind = ("starts with a space" if piece.startswith("␣") else "has no space before it") if which == "bpe" else \
+            "continues a word" if piece.startswith("##") else "is [UNK]" if piece == unk else "starts a word"
         options.append(Option(f"{qid}-p{j}", html.escape(piece), piece, ok,
-                              html.escape(f"id {ident}; it {kind}" + ("." if ok else f", and {pick!r} asks for "
-                                          f"the piece that {what.get(pick, 'is ' + pick)}."))))
-    return KindQuestion(tuple(options), {"form": "pick", "text": text, "pick": pick},
+                              html.escape(f"id {ident}; it {kind}" + ("." if ok else f", and the question asks for "
+                                          f"a piece that {what.get(pick, 'is ' + pick)}."))))
+    return KindQuestion(tuple(options), {"form": "pick", "text": text, "pick": pick, "tokenizer": which},
                         "any" if sum(results) > 1 else "all")
 
 
@@ -189,7 +214,7 @@ class TokensKind(LabKind):
     keys = ("tokens",)
     required = ("tokens",)
     question_types = ("pieces",)
-    question_keys = {"pieces": (("text",), ("choices", "pick", "answer"))}
+    question_keys = {"pieces": (("text",), ("choices", "pick", "answer", "tokenizer"))}
     widget_title = "Try it"
     description = "tokenization: type text and see a real WordPiece vocabulary's pieces, step by step and compared"
 
@@ -208,14 +233,25 @@ class TokensKind(LabKind):
             reader.error(where, "a pieces question has 'choices' (how many pieces?) or 'pick' (click the piece "
                                 "that …), " + ("not both" if has_choices else "one of them"))
             return None
-        tokenizer = spec.tokenizer()
-        counted = count(text, tokenizer)
+        which = reader.string(where + ("tokenizer",), required=False, multiline=False) or "wordpiece"
+        if which not in ("wordpiece", "bpe"):
+            reader.error(where + ("tokenizer",), f"'tokenizer' is wordpiece (the default) or bpe, not {which!r}")
+            return None
+        if which == "bpe" and not spec.bpe_gguf:
+            reader.error(where + ("tokenizer",), "a BPE question needs the lab's 'bpe:' model, fetched: "
+                         + (bytelevel.missing_note(spec.bpe).split("; ")[1] if spec.bpe else "add e.g. "
+                            "bpe: smollm2-135m-instruct under tokens:"))
+            return None
+        unk = spec.tokenizer().unk_token if which == "wordpiece" else None
+        counted = spec.counter(which)(text)
         if has_choices:
-            return _read_count_question(reader, where, qid, text, counted)
-        return _read_pick_question(reader, where, qid, text, counted, tokenizer.unk_token)
+            return _read_count_question(reader, where, qid, text, counted, which)
+        return _read_pick_question(reader, where, qid, text, counted, unk, which)
 
     def compute(self, lab: Lab, options: Mapping[str, Any]) -> Computed:
-        return Computed(payload=compute_payload(lab.spec))
+        spec = lab.spec
+        notes = (f"{lab.slug}: {bytelevel.missing_note(spec.bpe)}",) if spec.bpe and not spec.bpe_gguf else ()
+        return Computed(payload=compute_payload(spec), notes=notes)
 
     def compute_inputs(self, lab: Lab, options: Mapping[str, Any]) -> tuple[bytes, Sequence[Path]]:
         data, _ = super().compute_inputs(lab, options)
@@ -224,14 +260,22 @@ class TokensKind(LabKind):
         names = ("bundle.json", "vocab.txt", "tokenizer_config.json")
         return data + pickle.dumps(self.version), tuple(folder / n for n in names if (folder / n).is_file())
 
+    def models(self, lab: Lab) -> Sequence[ModelUse]:
+        return (ModelUse(lab.spec.bpe),) if lab.spec.bpe else ()  # `labs models fetch` then fetches it
+
     def page(self, lab: Lab, payload: Any) -> PageData:
-        keep = ("runtime", "special", "text", "word", "first")
+        keep = ("runtime", "special", "text", "word", "bpe")
         return PageData({k: payload[k] for k in keep})
+
+    def shared_files(self) -> Mapping[str, bytes]:
+        return dict([_later_script()])
 
     def site_files(self, labs: Sequence[Lab], options: Mapping[str, Any], store: Path | None) -> Mapping[str, bytes]:
         files: dict[str, bytes] = {}
         for folder in sorted({lab.spec.vocabulary for lab in labs if lab.spec is not None}):
             files.update(vocabulary.site_files(Path(folder)))
+        for gguf in sorted({lab.spec.bpe_gguf for lab in labs if lab.spec is not None and lab.spec.bpe_gguf}):
+            files.update(bytelevel.site_files(Path(gguf)))
         return files
 
     def scaffold(self, slug: str, title: str) -> Mapping[str, str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from generator.kinds import Reader, SiteError, did_you_mean
 from generator.kinds.tokens.pieces import Counted, count, default_word, ratio_text
-from generator.kinds.tokens import vocabulary
+from generator.kinds.tokens import bytelevel, vocabulary
 
 MIN_EXAMPLES, MAX_EXAMPLES = 2, 8
 MAX_TEXT = 2000  # code points of one example, of the starting text or of a claim's text: the page embeds them
@@ -25,9 +25,10 @@ _UNK = re.compile(_QUOTED.format("a") + r"\s+is\s+\[UNK\]$")
 _IS = re.compile(_QUOTED.format("a") + r"\s+is\s+(?P<pieces>\S+(?:\s+\S+)*)$")
 _PER_WORD = re.compile(_QUOTED.format("a") + r"\s+needs\s+(?P<cmp>more|fewer)\s+pieces\s+per\s+word\s+than\s+"
                        + _QUOTED.format("b") + "$")
-CLAIM_HELP = ("write '\"unhappiness\" has 3 pieces', '\"unhappiness\" is un ##ha ##pp ##iness', '\"😀\" is [UNK]' "
-              "or '\"fr-greeting\" needs more pieces per word than \"en-greeting\"' (a quoted example id stands "
-              "for its text)")
+_MORE = re.compile(_QUOTED.format("a") + r"\s+needs\s+(?P<cmp>more|fewer)\s+pieces\s+than\s+" + _QUOTED.format("b") + "$")
+CLAIM_HELP = ("write '\"unhappiness\" has 3 pieces', '\"unhappiness\" is un ##ha ##pp ##iness', '\"😀\" is [UNK]', "
+              "'\"fr-greeting\" needs more pieces than \"en-greeting\"' or '\"code\" needs more pieces per word "
+              "than \"en-prose\"' (a quoted example id stands for its text)")
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Example:
     id: str
     text: str
     note: str
+    same_as: str = ""  # the id of an example that says the same in another language: "why it matters" compares
 
 
 @dataclass(frozen=True)
@@ -45,12 +47,25 @@ class TokensSpec:
     text: str  # what "Your text" starts with
     word: str  # what step by step starts on
     examples: tuple[Example, ...]
+    bpe: str = ""  # the model whose byte-level BPE the page compares with (store.MODELS), or none
+    bpe_gguf: str = ""  # its GGUF as fetched, or "" when it is not: WordPiece only
 
     def example(self, example_id: str) -> Example | None:
         return next((e for e in self.examples if e.id == example_id), None)
 
     def tokenizer(self):
         return vocabulary.tokenizer(Path(self.vocabulary))
+
+    def counter(self, which: str = "wordpiece"):
+        """The function that counts a text's pieces with the named tokenizer (``bpe`` needs
+        ``bpe_gguf``)."""
+        return _counter(bytelevel.tokenizer(self.bpe_gguf) if which == "bpe" else self.tokenizer(), which)
+
+
+def _counter(tok, which: str = "wordpiece"):
+    if which == "bpe":
+        return lambda text: bytelevel.count(text, tok)
+    return lambda text: count(text, tok)
 
 
 def describe(c: Counted, name: str) -> str:
@@ -68,11 +83,18 @@ def _ref(spec_examples: dict[str, str], ref: str) -> tuple[str, str]:
 
 def check_claim(text: str, examples: dict[str, str], tokenizer) -> tuple[bool | None, str]:
     """(True, "") for a true claim; (False, the computed truth) for a false one; (None, why) for one
-    that cannot be read."""
+    that cannot be read. ``tokenizer`` is WordPiece's, or a function from a text to its
+    :class:`Counted` (:meth:`TokensSpec.counter`)."""
+    tokenizer = tokenizer if callable(tokenizer) else _counter(tokenizer)
     text = " ".join(text.split())
+    if m := _MORE.fullmatch(text):
+        (ta, na), (tb, nb) = _ref(examples, m.group("a")), _ref(examples, m.group("b"))
+        ca, cb = tokenizer(ta), tokenizer(tb)
+        ok = len(ca.pieces) > len(cb.pieces) if m.group("cmp") == "more" else len(ca.pieces) < len(cb.pieces)
+        return ok, f"{na} has {len(ca.pieces)} pieces, {nb} {len(cb.pieces)}"
     if m := _PER_WORD.fullmatch(text):
         (ta, na), (tb, nb) = _ref(examples, m.group("a")), _ref(examples, m.group("b"))
-        ca, cb = count(ta, tokenizer), count(tb, tokenizer)
+        ca, cb = tokenizer(ta), tokenizer(tb)
         if not ca.spaced_words or not cb.spaced_words:
             return None, "a text with no words has no pieces per word"
         ok = ca.per_word > cb.per_word if m.group("cmp") == "more" else ca.per_word < cb.per_word
@@ -80,16 +102,16 @@ def check_claim(text: str, examples: dict[str, str], tokenizer) -> tuple[bool | 
                     f"word), {nb} {len(cb.pieces)} for {cb.spaced_words} ({ratio_text(cb.per_word)} per word)")
     if m := _HAS.fullmatch(text):
         t, name = _ref(examples, m.group("a"))
-        c = count(t, tokenizer)
+        c = tokenizer(t)
         digits = m.group("n").lstrip("0") or "0"  # thousands of digits would not become an int
         return len(digits) <= 18 and len(c.pieces) == int(digits), describe(c, name)
     if m := _UNK.fullmatch(text):
         t, name = _ref(examples, m.group("a"))
-        c = count(t, tokenizer)
+        c = tokenizer(t)
         return c.is_unknown(), describe(c, name)
     if m := _IS.fullmatch(text):
         t, name = _ref(examples, m.group("a"))
-        c = count(t, tokenizer)
+        c = tokenizer(t)
         return c.pieces == tuple(m.group("pieces").split()), describe(c, name)
     return None, f"cannot read the claim {text!r}: {CLAIM_HELP}"
 
@@ -129,9 +151,18 @@ def _vocabulary(reader: Reader, where: tuple, lab_dir: Path):
 def read_tokens(reader: Reader, where: tuple, lab_dir: Path) -> TokensSpec | None:
     before = len(reader.diags.items)
     if reader.mapping(where, required=("vocabulary", "examples"),
-                      optional=("prompt", "text", "word", "claims")) is None:
+                      optional=("prompt", "text", "word", "claims", "bpe")) is None:
         return None
     folder, tokenizer = _vocabulary(reader, where + ("vocabulary",), lab_dir)
+    bpe_name = reader.string(where + ("bpe",), required=False, multiline=False) or ""
+    if bpe_name and bpe_name not in bytelevel.model_names():
+        reader.error(where + ("bpe",), f"'bpe' names a decoder model, one of {', '.join(bytelevel.model_names())}, "
+                                       f"not {bpe_name!r}{did_you_mean(bpe_name, bytelevel.model_names())}")
+        bpe_name = ""
+    gguf = bytelevel.locate(bpe_name) if bpe_name else None
+    counters = {"wordpiece": _counter(tokenizer)}
+    if gguf is not None:
+        counters["bpe"] = _counter(bytelevel.tokenizer(gguf), "bpe")
     prompt = reader.string(where + ("prompt",), required=False, multiline=False) or ""
     examples: list[Example] = []
     ids: list[str] = []
@@ -140,7 +171,7 @@ def read_tokens(reader: Reader, where: tuple, lab_dir: Path) -> TokensSpec | Non
         reader.error(where + ("examples",), f"compare shows {MIN_EXAMPLES} to {MAX_EXAMPLES} examples, not {len(items)}")
     for i, _ in enumerate(items):
         at = where + ("examples", i)
-        if reader.mapping(at, required=("id", "text"), optional=("note",)) is None:
+        if reader.mapping(at, required=("id", "text"), optional=("note", "same_as")) is None:
             continue
         example_id = reader.string(at + ("id",), multiline=False)
         if example_id is not None and not _ID.match(example_id):
@@ -152,8 +183,15 @@ def read_tokens(reader: Reader, where: tuple, lab_dir: Path) -> TokensSpec | Non
         ids.append(example_id)
         text = _text(reader, at + ("text",), f"example {example_id!r}'s text")
         note = reader.string(at + ("note",), required=False, multiline=False) or ""
+        same_as = reader.string(at + ("same_as",), required=False, multiline=False) or ""
         if example_id is not None and text is not None:
-            examples.append(Example(example_id, text, note))
+            examples.append(Example(example_id, text, note, same_as))
+    known = [e.id for e in examples]
+    for e in examples:
+        if e.same_as and (e.same_as not in known or e.same_as == e.id):
+            at = where + ("examples", ids.index(e.id), "same_as")
+            reader.error(at, f"'same_as' names another example's id, not {e.same_as!r}"
+                             f"{did_you_mean(e.same_as, [k for k in known if k != e.id])}")
     start = examples[0].text if examples else ""
     if reader.value(where + ("text",)) is not None:
         start = _text(reader, where + ("text",), "'text'") or ""
@@ -166,24 +204,37 @@ def read_tokens(reader: Reader, where: tuple, lab_dir: Path) -> TokensSpec | Non
         texts = {e.id: e.text for e in examples}
         for i, item in enumerate(reader.sequence(where + ("claims",), nonempty=False) or []
                                  if reader.value(where + ("claims",)) is not None else []):
-            claim = reader.string(where + ("claims", i), multiline=False)
-            if claim is None:
+            at, which = where + ("claims", i), "wordpiece"
+            if isinstance(item, dict):  # {bpe: '…'} or {wordpiece: '…'}: the key names the tokenizer
+                if reader.mapping(at, optional=("bpe", "wordpiece")) is None:
+                    continue
+                if len(item) != 1:
+                    reader.error(at, "a claim names one tokenizer: {bpe: '…'} or {wordpiece: '…'}")
+                    continue
+                which = next(iter(item))
+                if which == "bpe" and not bpe_name:
+                    reader.error(at, "a BPE claim needs the lab's 'bpe:' model (e.g. bpe: smollm2-135m-instruct)")
+                    continue
+                at = at + (which,)
+            claim = reader.string(at, multiline=False)
+            if claim is None or which not in counters:  # BPE's tokenizer not fetched: the build's note says so
                 continue
             for ref in re.findall(r'"([^"]+)"', claim):
                 if len(ref) > MAX_TEXT:
-                    reader.error(where + ("claims", i), f"a claim's quoted text is {len(ref):,} characters; at most "
+                    reader.error(at, f"a claim's quoted text is {len(ref):,} characters; at most "
                                                         f"{MAX_TEXT} (as an example's)")
                     break
                 if ref not in texts and re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)+", ref):
-                    reader.error(where + ("claims", i), f"{ref!r} looks like an example id but no example has it"
+                    reader.error(at, f"{ref!r} looks like an example id but no example has it"
                                  f"{did_you_mean(ref, list(texts))}; quote an example id or the text itself")
                     break
             else:
-                ok, truth = check_claim(claim, texts, tokenizer)
+                ok, truth = check_claim(claim, texts, counters[which])
                 if ok is None:
-                    reader.error(where + ("claims", i), truth)
+                    reader.error(at, truth)
                 elif not ok:
-                    reader.error(where + ("claims", i), f"claim {claim!r} is false: {truth}")
+                    reader.error(at, f"{'BPE ' * (which == 'bpe')}claim {claim!r} is false: {truth}")
     if len(reader.diags.items) > before or tokenizer is None:
         return None
-    return TokensSpec(str(folder), reader.value(where + ("vocabulary",)), prompt, start, word, tuple(examples))
+    return TokensSpec(str(folder), reader.value(where + ("vocabulary",)), prompt, start, word, tuple(examples),
+                      bpe_name, str(gguf) if gguf else "")

@@ -15,6 +15,8 @@
   if (!data || !data.runtime) { status.textContent = "The widget's data is missing from this page."; return; }
   const rt = data.runtime, unk = data.special.unk;
   let wp = null, loading = null;
+  // blame the connection only when the browser says it is down (a file:// page needs none)
+  const offline = () => /^https?:$/.test(location.protocol) && navigator.onLine === false;
 
   function addScript(src) {
     return new Promise((resolve, reject) => {
@@ -37,11 +39,14 @@
         if (!vocab || !Labs.runtime || !Labs.runtime.WordPiece) throw new Error("no vocabulary");
         wp = Labs.runtime.WordPiece(vocab);
         root.dataset.vocab = "ready";
-        status.textContent = "Vocabulary loaded: " + wp.size.toLocaleString("en") + " pieces. The pieces now follow what you type.";
+        status.textContent = "Vocabulary loaded: " + wp.size.toLocaleString("en") + " pieces. The pieces now follow what you type, up to "
+          + text.maxLength.toLocaleString("en") + " characters.";
+        $("tk-load-hint").hidden = true;  // "computed when the page was built" is no longer true
         return wp;
       }).catch(() => {
         root.dataset.vocab = "failed";
-        status.textContent = "The vocabulary could not be loaded, so the pieces shown are the ones computed for the starting text.";
+        status.textContent = (offline() ? "This device is offline, so the vocabulary could not be loaded"
+          : "The vocabulary's file could not be loaded") + ": the pieces shown are the ones computed for the starting text.";
         loading = null;
         throw new Error("not loaded");
       });
@@ -128,6 +133,15 @@
   text.addEventListener("input", later(drawText));
   word.addEventListener("input", later(drawSteps));
   special.addEventListener("change", showSpecial);
+  const bpeButton = $("tk-bpe-load");  // BPE beside WordPiece: its code (static/later/) and data load on this press
+  if (bpeButton) bpeButton.addEventListener("click", () => {
+    bpeButton.disabled = true;
+    load().then(drawText, () => {});
+    u.load(data.bpe.later).then(() => Labs.tokensBPE(data.bpe, text, rt.code), () => {
+      bpeButton.disabled = false;
+      $("tk-bpe-status").textContent = "The comparison's code could not be loaded" + (offline() ? ": this device is offline." : ".");
+    });
+  });
   showSpecial();
   $("tk-nojs").remove();
   $("tk-load-hint").hidden = false;
