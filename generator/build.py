@@ -28,6 +28,7 @@ from generator.errors import BuildError, ContentError, Diagnostic, SiteError, di
 from generator.kinds import all_kinds
 from generator.links import PageLinks, check_links, collect
 from generator.model import Content
+from generator.models import store
 from generator.pipeline import (check_lab, compute_lab, finish_site, kinds_of, kinds_site_files, load_lab,
                                 site_problems)
 from generator.render import Renderer
@@ -244,7 +245,7 @@ def _lab_keys(source: SiteSource, theme_dir: Path | None, base_url: str | None,
         buildcache.generator_fingerprint(), buildcache.kinds_fingerprint(),
         buildcache.digest_files([("site.yaml", source.root / "site.yaml")]), source.order,
         buildcache.digest_files(sorted(theme.files.items())), base_url,
-        sorted((k, str(v)) for k, v in (options or {}).items()), os.getcwd())
+        sorted((k, str(v)) for k, v in (options or {}).items()), os.getcwd(), store.fetched_state())
     digests = list(map_labs(partial(_lab_digest, source.root / "labs"), source.order))
     return {slug: buildcache.key_of(site, digests[i - 1] if i > 0 else "", digests[i],
                                     digests[i + 1] if i + 1 < len(digests) else "")

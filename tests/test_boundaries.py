@@ -72,10 +72,11 @@ def rule_for(module: str) -> Rule:
         return Rule("the dev server", ("generator.serve", "generator.speed", "=generator.kinds")
                     + tuple(f"=generator.{m}" for m in stages))
     assert module in ROOT_MODULES, f"{module}: no rule says what it may import"
-    # The CLI adds the shared models' own commands (labs models, labs next) beside the kinds' ones.
+    # The CLI adds the shared models' own commands (labs models, labs next) beside the kinds' ones;
+    # the build cache's keys hold what the model store has fetched (store.fetched_state).
     return Rule("the generic core", tuple(f"={m}" for m in sorted(ROOT_MODULES)) + KIND_API
                 + ("generator.prose", "generator.serve", "generator.speed", "generator.search", "generator.export",
-                   "=generator.runtime.commands"))
+                   "=generator.runtime.commands", "=generator.models.store"))
 
 
 def allows(rule: Rule, name: str) -> bool:

@@ -193,6 +193,22 @@ def problems(name: str) -> list[str]:
     return [p for f in source(name).files if (p := file_problem_of(folder / f.name, f)) is not None]
 
 
+def fetched_state() -> str:
+    """Which of the known models' files are in the cache, and their sizes and modification times
+    (from ``stat``: nothing is read). A part of every lab's build cache key: a lab built before
+    ``labs models fetch`` (without the model's part) is built again after it, and after a re-fetch."""
+    parts = []
+    for model in MODELS.values():
+        folder = model_folder(model.name)
+        for f in model.files:
+            try:
+                st = (folder / f.name).stat()
+                parts.append(f"{model.name}/{f.name}:{st.st_size}:{st.st_mtime_ns}")
+            except OSError:
+                parts.append(f"{model.name}/{f.name}:-")
+    return "\n".join(parts)
+
+
 def locate(name: str) -> Path:
     """The fetched model ``name``: its main file (the GGUF) or its folder (a checkpoint).
 

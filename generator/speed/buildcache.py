@@ -10,7 +10,9 @@ those depend on:
   libraries that shape the output (Markdown, Pygments, latex2mathml, nh3, Jinja2, NumPy, YAML);
 - every installed lab kind: its name, its ``version`` and the bytes of its package folder;
 - the site: site.yaml's bytes, the labs in order, the theme's files, the base URL, the kinds'
-  build options, the working folder (error messages name files relative to it);
+  build options, the working folder (error messages name files relative to it), and which
+  models ``labs models fetch`` has put in the model cache (a lab gains its model's part once it is
+  fetched);
 - the lab: every file in its folder, and its neighbours' (its page names the previous and
   next lab).
 

@@ -39,8 +39,7 @@ def locate(name: str) -> Path | None:
 
 def missing_note(name: str) -> str:
     return (f"the BPE tokenizer of {name} is not fetched, so this lab compares WordPiece only and its BPE claims "
-            f"and questions are not checked; run `{store.fetch_command(name)}`, then build with --no-cache "
-            f"(the build cache keys a lab by its files, not by the models fetched)")
+            f"and questions are not checked; run `{store.fetch_command(name)}` and build again")
 
 
 def _stamp(path: Path) -> tuple:
