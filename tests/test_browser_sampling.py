@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import lab_data
+from conftest import sampling_data
 from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
     ARTIFACTS, WHERE, _watched_context, axe, context, everything_in, page, settle, shipped, sites, watch,
 )
@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover - the browser fixture reports it
 
 def _data(shipped) -> dict:
     html = (shipped.folder / LAB / "index.html").read_text(encoding="utf-8")
-    return lab_data(html)
+    return sampling_data(html, lambda name: (shipped.folder / LAB / name).read_text(encoding="utf-8"))
 
 
 def _rows(context: dict, index: int) -> tuple[list[str], list[int]]:
@@ -49,7 +49,9 @@ def _open(page, shipped, where="http", hash=""):
 
 
 def _texts(page) -> dict[str, str]:
-    """Word → the text beside its bar: "41%", "<1%", ">99%" or "cut"."""
+    """Word → the text beside its bar: "41%", "<1%", ">99%" or "cut", once what the dial loads
+    (a context's parts, the other tokens') is in."""
+    _cut(page)
     return dict(page.evaluate("""[...document.querySelectorAll("#sa-bars tbody tr")].map((tr) =>
         [tr.querySelector("th").innerText.trim(), tr.querySelector(".sa-pct").innerText.trim()])"""))
 

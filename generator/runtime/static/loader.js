@@ -324,6 +324,25 @@
     }, function (error) { inner.abort(); throw error; });
   };
 
+  // A lab's "Load the model" button, the same in every lab that offers one: the button gives way
+  // to Cancel and a byte progress bar, `ui.status` says what happens; resolves with the model, or
+  // with null once the status says why not (cancelled, or the loader's plain message and that
+  // `ui.still` — the part of the page that still works — does).
+  runtime.loadShown = function (ui, options) {
+    var abort = new AbortController();
+    ui.load.hidden = true; ui.cancel.hidden = false; ui.bar.hidden = false; ui.bar.value = 0;
+    ui.status.textContent = "Loading the model…";
+    ui.cancel.onclick = function () { abort.abort(); };
+    return runtime.load(Object.assign({}, options, { signal: abort.signal, onProgress: function (got, total) {
+      ui.bar.max = total || 1; ui.bar.value = got;
+    } })).catch(function (err) {
+      ui.status.textContent = abort.signal.aborted ? "Cancelled. Nothing more is downloaded."
+        : "The model could not be loaded: " + ((err && err.message) || "the files are missing") + ". " + ui.still;
+      ui.load.hidden = false;
+      return null;
+    }).finally(function () { ui.cancel.hidden = true; ui.bar.hidden = true; });
+  };
+
   // What static/loader-encoder.js and static/loader-decoder.js build on (and a later architecture
   // would): loading and checking data scripts, Workers, slices of main-thread work.
   runtime.loading = { SLICE_MS: SLICE_MS, PARALLEL: PARALLEL, absolute: absolute, aborted: aborted, nextTask: nextTask,

@@ -132,7 +132,7 @@
   if (live && $("em-load")) {
     const load = $("em-load"), cancel = $("em-cancel"), bar = $("em-progress"), status = $("em-status");
     const form = $("em-form"), input = $("em-query");
-    let model = null, abort = null, vectors = null;
+    let model = null, vectors = null;
     const mb = (live.download_bytes / 1e6).toFixed(1);
     // The 8-bit model's closeness, measured when it was packed (bundle.json): a bound rounded up.
     const e = live.expect, up3 = x => (Math.ceil(x * 1000 - 1e-9) / 1000).toFixed(3);
@@ -153,29 +153,18 @@
     }
     test.embed = text => embed(text);
     load.addEventListener("click", async () => {
-      abort = new AbortController();
-      load.hidden = true; cancel.hidden = false; bar.hidden = false; bar.value = 0;
-      status.textContent = "Loading the model…";
+      const ui = { load, cancel, bar, status, still: "The queries above still work." };
       try {
         await u.load(live.code);
         await u.load(live.vectors);
-        vectors = window.Labs.data.embeddingVectors;
-        model = await window.Labs.runtime.load({
-          manifestSrc: live.manifest, signal: abort.signal, worker: false,
-          onProgress: (got, total) => { bar.max = total || 1; bar.value = got; },
-        });
-        status.textContent = "The model is ready: type a search and press Enter.";
-        form.hidden = false;
-        input.focus();
-      } catch (err) {
-        status.textContent = abort.signal.aborted ? "Cancelled. Nothing more is downloaded."
-          : `The model could not be loaded: ${err?.message || "the files are missing"}. The queries above still work.`;
-        load.hidden = false;
-      } finally {
-        cancel.hidden = true; bar.hidden = true;
-      }
+      } catch { status.textContent = `The model's files could not be loaded. ${ui.still}`; return; }
+      vectors = window.Labs.data.embeddingVectors;
+      model = await window.Labs.runtime.loadShown(ui, { manifestSrc: live.manifest, worker: false });
+      if (!model) return;
+      status.textContent = "The model is ready: type a search and press Enter.";
+      form.hidden = false;
+      input.focus();
     });
-    cancel.addEventListener("click", () => abort?.abort());
     form.addEventListener("submit", async ev => {
       ev.preventDefault();
       const text = input.value.trim();
