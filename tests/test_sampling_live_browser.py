@@ -180,3 +180,25 @@ def test_your_prompt_screenshots_with_the_dial_in_view(live, width, height, sche
         box = live.locator(target).bounding_box()
         assert box and 0 <= box["y"] and box["y"] + box["height"] <= height, (target, box)
     live.set_viewport_size({"width": 1280, "height": 800})
+
+
+def test_cancel_stops_the_download_and_a_missing_file_is_said_plainly(page, shipped, watch):
+    """Cancel during the download: the offer comes back and says nothing more is downloaded. A
+    weight file the host does not serve: one plain sentence naming it, and the dial still works."""
+    _open(page, shipped)
+    load = page.get_by_role("button", name=re.compile(r"^Load the model"))
+    load.click()
+    page.get_by_role("button", name="Cancel").click()
+    expect(page.locator("#sa-own-status")).to_have_text("Cancelled. Nothing more is downloaded.", timeout=30_000)
+    expect(load).to_be_visible()
+    expect(page.locator("#sa-own-bar")).to_be_hidden()
+    watch.allow("404|Failed to load resource")  # the browser logs the file it could not fetch
+    page.route(re.compile(r"model-weights-03\.\w+\.js$"), lambda route: route.fulfill(status=404, body="gone"))
+    load.click()
+    expect(page.locator("#sa-own-status")).to_have_text(re.compile(
+        r"^The model file model-weights-03\.\w+\.js could not be loaded: it is missing or unreadable\. "
+        r"The prompts above still work\.$"), timeout=300_000)
+    expect(load).to_be_visible()
+    expect(page.get_by_label("Your prompt")).to_have_count(0)
+    page.get_by_role("button", name="Sample the next word").click()
+    expect(page.locator("#sa-history li")).to_have_count(1)

@@ -336,8 +336,9 @@
     return runtime.load(Object.assign({}, options, { signal: abort.signal, onProgress: function (got, total) {
       ui.bar.max = total || 1; ui.bar.value = got;
     } })).catch(function (err) {
+      var said = (err && err.message) || "";  // the loader's own messages are whole sentences
       ui.status.textContent = abort.signal.aborted ? "Cancelled. Nothing more is downloaded."
-        : "The model could not be loaded: " + ((err && err.message) || "the files are missing") + ". " + ui.still;
+        : /\.$/.test(said) ? said + " " + ui.still : "The model could not be loaded" + (said ? ": " + said : "") + ". " + ui.still;
       ui.load.hidden = false;
       return null;
     }).finally(function () { ui.cancel.hidden = true; ui.bar.hidden = true; });
