@@ -218,3 +218,17 @@ def test_top_p_cuts_the_whole_vocabulary_as_python_does(page, shipped):
         parts = decoding.to_parts(decoding.softmax(context.logits, [data["temps"][index]])[0])
         kept = int(decoding.top_p_keep(parts, p).sum())
         expect(page.locator("#sa-summary")).to_contain_text(f"Top-p keeps {kept:,} of 49,152 tokens")
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_an_address_naming_another_context_and_temperature_opens_on_its_numbers(page, shipped, where):
+    """The page embeds the parts of the row it opens on only; an address that names another row
+    draws it once its parts (sampling-rows.js) are in, with the build's numbers."""
+    data = _data(shipped)
+    context = next(c for c in data["contexts"] if c["id"] != data["default"]["context"])
+    index = next(i for i in range(len(data["temps"])) if i != data["default"]["t"])
+    _open(page, shipped, where, f"#c={context['id']}&t={data['temps'][index]:g}")
+    expect(page.locator("#sa-temp-out")).to_have_text(f"T = {data['temps'][index]:g}")
+    words, parts = _rows(context, index)
+    assert _shown(page) == dict(zip(words, [int(x) for x in decoding.shares(parts)], strict=True))
+    expect(page.locator("#sa-summary")).to_have_text(f"All {context['vocab']:,} tokens stay in. The chances add up to 100%.")

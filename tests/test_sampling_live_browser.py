@@ -110,8 +110,11 @@ def test_your_prompt_lists_the_models_top_tokens_within_half_a_point_of_transfor
 
 
 def test_the_dial_applies_to_your_prompt(live):
-    """T, top-k and top-p act on the typed prompt's list as they do on the authored prompts."""
+    """T, top-k and top-p act on the typed prompt's list as they do on the authored prompts; a
+    screen reader hears the top three once the typing stops."""
     at_one = _listed(live)
+    token = live.locator("#sa-own-next li .sa-own-tok").first.inner_text()
+    expect(live.locator("#sa-live")).to_have_text(re.compile(rf"^Next token: {re.escape(token)} {at_one[0][2]}, .+, .+\.$"))
     live.locator("#sa-topk").select_option("3")
     expect(live.locator("#sa-own-next li")).to_have_count(3)
     kept = _listed(live)

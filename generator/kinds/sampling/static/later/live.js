@@ -30,7 +30,7 @@
     const n = h("input", { type: "number", id: "sa-own-n", min: "1", max: String(MAX_N), step: "1", value: "20", inputmode: "numeric" });
     el.ownApp.replaceChildren(
       h("div", { class: "sa-field" }, [h("label", { for: "sa-own-input" }, ["Your prompt"]), input]),
-      h("p", { class: "sa-hint", id: "sa-own-state", "aria-live": "polite" }, ["Type a prompt: the model reads it as you type."]),
+      h("p", { class: "sa-hint", id: "sa-own-state" }, ["Type a prompt: the model reads it as you type."]),
       h("p", { class: "sa-own-label", id: "sa-own-next-label" }, ["Next token"]),
       h("ol", { class: "sa-own-next", id: "sa-own-next", "aria-labelledby": "sa-own-next-label" }, []),
       h("p", { class: "sa-hint", id: "sa-own-cut" }, []),
@@ -38,7 +38,7 @@
         h("div", { class: "sa-field sa-seed" }, [h("label", { for: "sa-own-n" }, ["Tokens"]), n]),
         h("button", { type: "button", class: "btn btn-primary", id: "sa-own-generate", "aria-describedby": "sa-own-gen-hint" }, ["Generate"])]),
       h("p", { class: "sa-hint", id: "sa-own-gen-hint" }, ["Generate continues your prompt token by token, each drawn with the dial's temperature, top-k, top-p and seed."]),
-      h("p", { class: "sa-own-text", id: "sa-own-text", "aria-live": "polite" }, []),
+      h("p", { class: "sa-own-text", id: "sa-own-text" }, []),
       h("ol", { class: "sa-own-steps", id: "sa-own-steps", "aria-label": "Generated tokens, each with its chance when it was drawn" }, []));
     input.addEventListener("input", () => run(input.value));
     el.ownApp.querySelector("#sa-own-generate").addEventListener("click", () => generate(n));
@@ -63,6 +63,9 @@
       order = Array.from(p.keys()).sort((a, b) => p[b] - p[a] || a - b);
       state.textContent = `${count(ids.length)} token${ids.length === 1 ? "" : "s"}: ${ids.map(tokenText).join(" · ")}`;
       paint();
+      // Said once the learner pauses (the dial's live region), not at every keystroke.
+      const items = [...el.ownApp.querySelectorAll("#sa-own-next li")].slice(0, 3);
+      dial.say("Next token: " + items.map(li => li.firstChild.textContent + " " + li.lastChild.textContent).join(", ") + ".", true);
     } catch (err) {
       if (mine === asked && err?.name !== "AbortError") state.textContent = `The model failed: ${err?.message || err}`;
     }
