@@ -177,11 +177,13 @@ def test_your_prompt_screenshots_with_the_dial_in_view(live, width, height, sche
     live.screenshot(path=str(ARTIFACTS / f"sampling-live-{width}x{height}-{scheme}.png"))
     overflow = live.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
     assert overflow <= 0, f"scrolls sideways by {overflow}px"
-    # On a phone the dial's controls stay at the top of the screen (sticky), so the temperature
-    # dial and the list it acts on are on the screen together.
-    for target in ("#sa-temp", "#sa-own-next li:first-child") if width < 480 else ():
+    # With the model open the dial's controls stay at the top of the screen (sticky), so the
+    # temperature dial and the list it acts on are on the screen together, and the list is not under them.
+    for target in ("#sa-temp", "#sa-own-next li:first-child"):
         box = live.locator(target).bounding_box()
         assert box and 0 <= box["y"] and box["y"] + box["height"] <= height, (target, box)
+    controls = live.locator("#sa-controls").bounding_box()
+    assert live.locator("#sa-own-next li:first-child").bounding_box()["y"] >= controls["y"] + controls["height"] - 1
     live.set_viewport_size({"width": 1280, "height": 800})
 
 

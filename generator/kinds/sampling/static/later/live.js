@@ -43,6 +43,7 @@
     input.addEventListener("input", () => run(input.value));
     el.ownApp.querySelector("#sa-own-generate").addEventListener("click", () => generate(n));
     el.ownApp.hidden = false;
+    el.ownApp.closest(".sampling").classList.add("is-live");
     dial.onChange(paint);
     input.focus();
   }
