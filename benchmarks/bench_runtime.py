@@ -206,14 +206,19 @@ def main() -> int:
               f"| {statistics.median(slow['times']):.0f} ms | {task(fast['longest'])}, {task(slow['longest'])} "
               f"| {page_heap:.1f} MB |")
     med = {k: statistics.median(v) for k, v in versus.items()}
-    print(f"\nMain-thread engine against NumPy (one thread), interleaved, {args.runs} rounds, medians; "
-          f"load average {os.getloadavg()[0]:.2f} at the end:\n")
+    print_versus(f"Main-thread engine against NumPy (one thread), interleaved, {args.runs} rounds, medians",
+                 [(what, med[f"js_{what.lower()}"], med[f"np_{what.lower()}"]) for what in ("wall", "CPU")])
+    return 0
+
+
+def print_versus(title: str, rows: list[tuple[str, float, float]]) -> None:
+    """The page's engine against NumPy as a table: one row (label, page's seconds, NumPy's) each,
+    with the load average at the end of the run."""
+    print(f"\n{title}; load average {os.getloadavg()[0]:.2f} at the end:\n")
     print("| | page (JavaScript) | NumPy | page ÷ NumPy |")
     print("|---|---|---|---|")
-    for what in ("wall", "CPU"):
-        js, np_ = med[f"js_{what.lower()}"], med[f"np_{what.lower()}"]
-        print(f"| {what} | {js * 1000:.0f} ms | {np_ * 1000:.0f} ms | {js / np_:.2f}× |")
-    return 0
+    for label, js, np_ in rows:
+        print(f"| {label} | {js * 1000:.0f} ms | {np_ * 1000:.0f} ms | {js / np_:.2f}× |")
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench_page import chromium_path  # noqa: E402  (benchmarks/ is the script's folder)
-from bench_runtime import CHROMIUM_ARGS, LOAD, WATCH, heap, renderer_cpu, served  # noqa: E402
+from bench_runtime import CHROMIUM_ARGS, LOAD, WATCH, heap, print_versus, renderer_cpu, served  # noqa: E402
 
 from generator.models import bpe, llama, store  # noqa: E402
 from generator.runtime import decoder  # noqa: E402
@@ -178,15 +178,10 @@ def main() -> int:
               f"| {statistics.median(slow['prefill']):.0f} ms, {statistics.median(slow['decode']):.0f} ms "
               f"| {task(fast['longest'])}, {task(slow['longest'])} | {heaps[mode]:.1f} MB |")
     med = {k: statistics.median(v) for k, v in versus.items()}
-    print(f"\nWorker engine against NumPy (float32, one thread), interleaved, {args.runs} rounds, medians; "
-          f"load average {os.getloadavg()[0]:.2f} at the end:\n")
-    print("| | page (JavaScript) | NumPy | page ÷ NumPy |")
-    print("|---|---|---|---|")
-    for what in ("prefill", "step"):
-        label = "20-token prompt" if what == "prefill" else "decode a token"
-        for kind in ("wall", "cpu"):
-            js, np_ = med[f"js_{what}_{kind}"], med[f"np_{what}_{kind}"]
-            print(f"| {label}, {'CPU' if kind == 'cpu' else 'wall'} | {js * 1000:.0f} ms | {np_ * 1000:.0f} ms | {js / np_:.2f}× |")
+    labels = {"prefill": "20-token prompt", "step": "decode a token"}
+    print_versus(f"Worker engine against NumPy (float32, one thread), interleaved, {args.runs} rounds, medians",
+                 [(f"{labels[what]}, {'CPU' if kind == 'cpu' else 'wall'}", med[f"js_{what}_{kind}"],
+                   med[f"np_{what}_{kind}"]) for what in ("prefill", "step") for kind in ("wall", "cpu")])
     return 0
 
 

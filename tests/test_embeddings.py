@@ -168,6 +168,7 @@ def test_a_false_claim_fails_at_its_line(site_with_lab, capsys):
     ("mean [CLS] cosine across groups < 0.2", "the mean is 0.5"),
     ("the map explains > 50%", "the two axes explain"),
     ("'\"sun\" is in the top 3 of at least 9 items'", "it is in the top 3 of 6 items"),
+    ("'\"sun\" is in the top 3 of at least 5 items'", "it would hold for random points: 23 random unit vectors"),
     ("'\"q-pet\" finds \"car\" in its top 2'", "its top 2 are kitten, dog"),
 ])
 def test_every_claim_form_is_checked(site_with_lab, capsys, claim, found):

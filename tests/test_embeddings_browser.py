@@ -69,27 +69,49 @@ def test_matrix_neighbours_map_search_and_quiz(browser, watch, shipped, where, s
             const r = e => { const b = e.getBoundingClientRect(); return [b.left - m.left, b.top - m.top, b.right - m.left, b.bottom - m.top]; };
             return {w: m.width, h: m.height,
                     labels: [...document.querySelectorAll('#em-map .em-label:not([hidden])')].map(r),
+                    loose: [...document.querySelectorAll('#em-map .em-label:not([hidden])')].map(e => e.classList.contains('is-over')),
                     points: [...document.querySelectorAll('#em-map .em-pt')].map(r)}; }""")
         over = lambda a, b: a[0] < b[2] - 0.5 and b[0] < a[2] - 0.5 and a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5
         labels = boxes["labels"]
         assert len(labels) >= 4
         assert not any(over(a, b) for k, a in enumerate(labels) for b in labels[k + 1:])
-        assert not any(over(a, p) for a in labels for p in boxes["points"])
+        # A label crosses no point, but one of the picked sentence's own may cross a point it does not name.
+        named = [int(moved)] + [j for j, _ in items[int(moved)]["nn"]]
+        assert not any(over(a, p) for a, loose in zip(labels, boxes["loose"]) for k, p in enumerate(boxes["points"])
+                       if not loose or k in named)
         assert all(a[0] >= -0.5 and a[2] <= boxes["w"] + 0.5 for a in labels)
         expect(page.locator("#em-explained")).to_contain_text(f"{100 * sum(data['explained']):.1f}% together")
         expect(page.locator("#em-warn")).to_contain_text(f"for {data['disagree']['count']} of {len(items)} sentences")
+        hub, cls = data["hub"], data["cls"]  # the most-shared neighbour beside chance; [CLS]'s one coordinate
+        expect(page.locator("#em-hub")).to_contain_text(f"{hub['chance']:.1f} on average ({hub['trials']} draws)")
+        expect(page.locator("#em-hub")).to_contain_text("within what chance gives" if hub["count"] < hub["rare"] else "is a hub")
+        expect(page.locator("#em-aniso")).to_contain_text(
+            f"average {f3(cls['mean'])}: coordinate {cls['dim']} averages {f3(cls['value'])} in these [CLS] vectors "
+            f"(of length 1) and alone adds {f3(cls['adds'])} to a pair's cosine. Subtract the [CLS] vectors' shared "
+            f"mean and the average is {f3(cls['centred'])}.")
         # Matrix: focus and arrow keys read a cell's cosine.
         page.locator("#em-matrix").focus()
         page.keyboard.press("ArrowDown")
         r, c = 1, 1
         a, b = data["order"][r], data["order"][c]
-        expect(page.locator("#em-cell")).to_have_text(f"“{items[a]['text']}” × “{items[b]['text']}”: cosine {f3(data['S'][a][b])}")
+        cell = lambda a, b: (f"“{items[a]['text']}” ({items[a]['group']}) × “{items[b]['text']}” ({items[b]['group']}): "
+                             f"cosine {f3(data['S'][a][b])}")
+        expect(page.locator("#em-cell")).to_have_text(cell(a, b))
+        page.keyboard.press("End")  # the row's last column; Control+Home the first cell
+        expect(page.locator("#em-cell")).to_have_text(cell(a, data["order"][-1]))
+        page.keyboard.press("Control+Home")
+        expect(page.locator("#em-cell")).to_have_text(cell(data["order"][0], data["order"][0]))
         # Search: a query of the author's, ranked as the build ranked it.
         q = next(m for m, x in enumerate(data["queries"]) if x["id"] == "q-login")
         page.get_by_label("A query of ours").select_option(str(q))
         results = page.get_by_role("list", name="Nearest").locator("li").all_inner_texts()
         assert results == [f"{f3(c)} {items[j]['text']}" for j, c in data["queries"][q]["ranked"][:5]]
         expect(page.locator("#em-rag")).to_contain_text("no answer is generated")
+        rag = data["queries"][data["rag"]["query"]]["ranked"][:data["rag"]["k"]]
+        weak = sum(c < data["unrelated"]["below"] for _, c in rag)  # the shipped example hands on weak ones
+        assert weak >= 1
+        expect(page.locator("#em-rag")).to_contain_text(f"{weak} of these {len(rag)} {'is' if weak == 1 else 'are'} in the "
+                                                        f"unrelated band (below {f3(data['unrelated']['below'])})")
         # Quiz: the nearest question grades a click.
         page.locator("#quick-check-title").scroll_into_view_if_needed()
         question = page.locator('fieldset.quiz-q[data-type="nearest"]').first
@@ -158,6 +180,11 @@ def test_live_search_embeds_as_numpy_runs_the_quantized_model(page, shipped, qua
     top = sorted(range(len(cos)), key=lambda j: (-cos[j], j))[:5]
     shown = page.get_by_role("list", name="Nearest").locator("li").all_inner_texts()
     assert [s.split(" ", 1)[1] for s in shown] == [data["items"][j]["text"] for j in top]
+    assert page.evaluate("location.hash") == "#q=where+can+I+leave+my+bike"  # the search, kept for a reload
+    # 300 punctuation marks are 300 word pieces: cut to 256 as sentence-transformers cuts them, and said.
+    page.get_by_label("Search", exact=True).fill("!" * 300)
+    page.get_by_label("Search", exact=True).press("Enter")
+    expect(page.locator("#em-status")).to_contain_text("read as its first 256 word pieces")
 
 
 def _item_vectors(shipped) -> list:
@@ -197,4 +224,96 @@ def test_live_search_cancels_and_fails_plainly_while_the_queries_keep_working(br
                 route.abort()
             except Exception:  # the page is gone
                 pass
+        ctx.close()
+
+
+@pytest.mark.parametrize("width,height", SIZES, ids=["desktop", "phone"])
+def test_the_map_names_every_pick_and_its_true_nearest_with_lines_and_group_colours(browser, watch, shipped, width, height):
+    """For every sentence picked: it and its nearest in full dimension are labelled (a neighbour
+    with no room by its number), a line runs from it to each of them, the point says it is the
+    current one; points take their group's colour from the legend; the bars show each cosine and
+    the band of unrelated pairs the build computed."""
+    data = _data(shipped)
+    items, band = data["items"], data["unrelated"]
+    groups = list(dict.fromkeys(it["group"] for it in items))
+    ctx = _watched_context(browser, watch, width, height)
+    try:
+        page = ctx.new_page()
+        _open(page, shipped, "file")
+        legend = page.get_by_role("list", name="Groups, by colour").locator("li")
+        assert legend.all_inner_texts() == groups
+        swatch = legend.locator(".em-swatch").evaluate_all("els => els.map(e => getComputedStyle(e).backgroundColor)")
+        border = page.locator("#em-map .em-pt").evaluate_all("els => els.map(e => getComputedStyle(e).borderTopColor)")
+        assert [border[i] for i in range(len(items))] == [swatch[groups.index(it["group"])] for it in items]
+        assert len(set(swatch)) == len(groups)
+        strips = page.locator("#em-matrix .em-top").evaluate_all("els => els.map(e => getComputedStyle(e).boxShadow)")
+        assert [strips[c].startswith(swatch[groups.index(items[j]["group"])]) for c, j in enumerate(data["order"])] == \
+            [True] * len(items)  # the matrix's top strip: each column's group colour
+        expect(page.locator("#em-band")).to_contain_text(f"below {f3(band['below'])}, where 95% of the pairs")
+        for i, it in enumerate(items):
+            page.get_by_label("Sentence", exact=True).select_option(str(i))
+            got = page.evaluate("""() => {
+                const map = document.getElementById('em-map').getBoundingClientRect();
+                const centre = e => { const b = e.getBoundingClientRect(); return [b.left + b.width / 2 - map.left, b.top + b.height / 2 - map.top]; };
+                const pts = [...document.querySelectorAll('#em-map .em-pt')];
+                const labels = [...document.querySelectorAll('#em-map .em-label')];
+                return {current: pts.map(p => p.getAttribute('aria-current')),
+                        shown: labels.map((l, k) => l.hidden || !l.offsetWidth ? null : l.textContent),
+                        centres: pts.map(centre),
+                        boxes: labels.filter(l => !l.hidden).map(l => { const b = l.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; }),
+                        lines: [...document.querySelectorAll('#em-map .em-lines line')].map(l => ['x1', 'y1', 'x2', 'y2'].map(a => +l.getAttribute(a))),
+                        bars: [...document.querySelectorAll('#em-nn li .em-fill')].map(e => e.getBoundingClientRect().width / e.parentElement.clientWidth)}; }""")
+            near = [j for j, _ in it["nn"]]
+            assert got["current"] == [("true" if k == i else None) for k in range(len(items))]
+            assert got["shown"][i] and it["text"].startswith(got["shown"][i].rstrip("…")), (i, got["shown"][i])
+            for rank, j in enumerate(near, 1):
+                assert got["shown"][j] in (str(rank), f"{rank}. {items[j]['text'][:27] + '…' if len(items[j]['text']) > 28 else items[j]['text']}"), (i, j, got["shown"][j])
+            over = lambda a, b: a[0] < b[2] - 0.5 and b[0] < a[2] - 0.5 and a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5
+            assert not any(over(a, b) for k, a in enumerate(got["boxes"]) for b in got["boxes"][k + 1:]), i
+            assert len(got["lines"]) == len(near)
+            for (x1, y1, x2, y2), j in zip(got["lines"], near):
+                assert abs(x1 - got["centres"][i][0]) < 1.5 and abs(y1 - got["centres"][i][1]) < 1.5
+                assert abs(x2 - got["centres"][j][0]) < 1.5 and abs(y2 - got["centres"][j][1]) < 1.5
+            assert all(abs(w - max(0, c)) < 0.02 for w, (_, c) in zip(got["bars"], it["nn"])), got["bars"]
+        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0
+    finally:
+        ctx.close()
+    assert not watch.problems, watch.problems
+
+
+def test_the_pick_and_the_search_are_kept_in_the_address_without_history_entries(page, shipped):
+    data = _data(shipped)
+    items = data["items"]
+    soup = next(i for i, it in enumerate(items) if it["id"] == "soup")
+    page.goto(shipped.url("file", LAB) + "#s=soup&q=" + "where is the bus")
+    expect(page.locator("#embeddings")).to_have_attribute("data-ready", "true")
+    expect(page.locator("#em-picked")).to_contain_text(items[soup]["text"])
+    expect(page.locator("#em-status")).to_have_text("Your search “where is the bus” is kept in this page's address: "
+                                                    "load the model to run it.")
+    assert page.locator("#em-query").input_value() == "where is the bus"
+    assert page.locator("#em-query").get_attribute("dir") == "auto"
+    before = page.evaluate("history.length")
+    page.get_by_label("Sentence", exact=True).select_option(str(0))
+    page.get_by_label("Sentence", exact=True).select_option(str(2))
+    assert page.evaluate("location.hash") == f"#s={items[2]['id']}&q=where+is+the+bus"
+    assert page.evaluate("history.length") == before
+    page.reload()
+    expect(page.locator("#em-picked")).to_contain_text(items[2]["text"])
+
+
+def test_offline_the_load_blames_the_connection_and_says_english(browser, shipped):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = ctx.new_page()
+        _open(page, shipped)
+        expect(page.locator("#em-live-hint")).to_contain_text("It was trained on English text")
+        expect(page.locator("#em-query-hint")).to_contain_text("At most 300 characters")
+        ctx.set_offline(True)
+        page.locator("#em-load").click()
+        expect(page.locator("#em-status")).to_have_text("The model could not be loaded: this device is offline, so its "
+                                                        "files could not be downloaded; try again when connected. The "
+                                                        "queries above still work.")
+        expect(page.locator("#em-load")).to_be_visible()
+    finally:
         ctx.close()

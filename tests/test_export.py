@@ -111,3 +111,28 @@ def test_a_scorm_package_is_one_sco_with_everything_its_page_loads(runs, slug):
     assert '<script src="../../lms/scorm.js" defer></script>' in page and "lms/scorm.js" in files
     for ref in re.findall(r'(?:src|href)="(\.\./\.\./assets/[^"#?]+)"', page):
         assert ref.removeprefix("../../") in files, f"{slug}: the page loads {ref}, not in the package"
+
+
+# What ``named`` stands in for: the plain pattern, tried at every letter (0.3 s a megabyte of a
+# model's base64 shards, which made an export of the shipped course take minutes).
+_NAME_PATTERN = re.compile(r"[A-Za-z0-9_./-]*[A-Za-z0-9_-]\.(?:js|css|json|svg|png|jpe?g|gif|webp|woff2?|txt|bin|wasm)\b")
+
+
+def test_the_names_a_package_follows_are_the_plain_patterns_on_every_shipped_script_and_template():
+    from generator.export.scorm import named
+
+    texts = [p for p in (ROOT / "generator").rglob("*") if p.suffix in (".js", ".html", ".css")]
+    texts += [p for p in (ROOT / "theme").rglob("*") if p.suffix in (".js", ".html", ".css")]
+    assert len(texts) > 50
+    for path in texts:
+        text = path.read_text(encoding="utf-8")
+        assert named(text) == set(_NAME_PATTERN.findall(text)), path
+
+
+def test_names_are_found_inside_data_and_at_its_edges():
+    from generator.export.scorm import named
+
+    shard = "AbC+/9" * 200_000  # base64 with no dot: nothing to find
+    text = f'x("{shard}");load("../assets/a-1.js");u="img/b_2.png?v=3"+"{shard}.js"+".css"+"c.jsx"+"d.json"'
+    assert named(text) == {"../assets/a-1.js", "img/b_2.png", "/9.js", "d.json"} == set(_NAME_PATTERN.findall(text))
+    assert named("a.js") == {"a.js"} and named("") == set() and named("/.js") == set()

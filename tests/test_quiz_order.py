@@ -48,13 +48,20 @@ def test_the_order_is_a_permutation_drawn_from_lab_and_question():
 
 
 def test_right_answers_sit_in_varying_places_and_builds_repeat(project, capsys):
+    """In every shipped lab's quiz, of every kind's question types: the right answers are not all
+    in one place, and some question shows its options in another order than written."""
     code, err = build(project, capsys)
     assert (code, err) == (0, [])
-    first = {slug: shown(project, slug) for slug in ("attention", "sampling")}
+    slugs = sorted(p.name for p in (project / "site" / "labs").iterdir() if (p / "index.html").is_file())
+    assert {"attention", "embeddings", "next-token", "sampling", "tokens"} <= set(slugs)
+    first = {slug: shown(project, slug) for slug in slugs}
     for slug, questions in first.items():
-        places = {tuple(i for i, (_, ok) in enumerate(opts) if ok) for opts in questions.values()}
+        places = {tuple(i for i, (_, ok) in enumerate(opts) if ok) for opts in questions.values() if any(
+            ok for _, ok in opts)}
         assert len(places) > 1, f"{slug}: every right answer in the same place: {questions}"
         assert any([oid for oid, _ in opts] != sorted(oid for oid, _ in opts) for opts in questions.values())
+    nearest = {q: o for q, o in first["embeddings"].items() if q.startswith("nearest-")}
+    assert len(nearest) >= 2 and any(not opts[0][1] for opts in nearest.values()), nearest  # written right-first
     shutil.rmtree(project / "site")
     assert build(project, capsys)[0] == 0
     assert {slug: shown(project, slug) for slug in first} == first

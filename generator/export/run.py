@@ -30,6 +30,7 @@ def export(fmt: str, content_dir: Path, theme_dir: Path | None, output: Path, ba
     if base and not base.endswith("/"):
         base += "/"
     made: list[tuple[Path, bytes]] = []
+    names: dict[str, set[str]] = {}  # the file names each text file of the site holds, found once
     for lab in content.labs:
         page = f"labs/{lab.slug}/index.html"
         title = f"{lab.label} · {lab.title}" + (f" — {lab.subtitle}" if lab.subtitle else "")
@@ -40,7 +41,7 @@ def export(fmt: str, content_dir: Path, theme_dir: Path | None, output: Path, ba
                 continue
             files = qti.package(lab.slug, title, questions, base + page[:-len("index.html")] if base else "")
         else:
-            files, nowhere = scorm.package(site, lab.slug, title, base)
+            files, nowhere = scorm.package(site, lab.slug, title, base, names)
             if nowhere:
                 report(f"note: {lab.slug}: {len(nowhere)} link(s) of its page lead out of the package and the "
                        "site has no base_url to send them to")

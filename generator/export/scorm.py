@@ -29,24 +29,46 @@ SCHEMAS = (f"{IMSCP} imscp_rootv1p1p2.xsd http://www.imsglobal.org/xsd/imsmd_roo
 ADAPTER = "lms/scorm.js"
 ADAPTER_SOURCE = Path(__file__).resolve().parent / "static" / "scorm.js"
 TEXT = (".html", ".js", ".css", ".json", ".svg", ".txt")
-# A name of a file in a text: a path of letters, digits and ./_- ending in an extension.
-_NAMED = re.compile(r"[A-Za-z0-9_./-]*[A-Za-z0-9_-]\.(?:js|css|json|svg|png|jpe?g|gif|webp|woff2?|txt|bin|wasm)\b")
+# A name of a file in a text: a path of letters, digits and ./_- ending in an extension. It is
+# found from its extension backwards: the model's data shards (tens of MB of base64, no dot) then
+# cost one search for a dot, where a pattern tried at every letter cost 0.3 s a megabyte.
+_EXTENSION = re.compile(r"\.(?:js|css|json|svg|png|jpe?g|gif|webp|woff2?|txt|bin|wasm)\b")
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./")
+_STEM_END = _NAME_CHARS - {".", "/"}
+_LONGEST_NAME = 1024  # no file of a site has a longer path
+
+
+def named(text: str) -> set[str]:
+    """The file names ``text`` holds: each extension with the run of name characters before it."""
+    names = set()
+    for m in _EXTENSION.finditer(text):
+        end = start = m.start()
+        if not end or text[end - 1] not in _STEM_END:
+            continue
+        while start and end - start < _LONGEST_NAME and text[start - 1] in _NAME_CHARS:
+            start -= 1
+        names.add(text[start:m.end()])
+    return names
 _HREF = re.compile(r'(\shref=")([^"#?:]*)([#?][^"]*)?"')
 
 
-def reachable(site: Mapping[str, bytes], page: str, start: list[str]) -> set[str]:
+def reachable(site: Mapping[str, bytes], page: str, start: list[str],
+              names: dict[str, set[str]] | None = None) -> set[str]:
     """``start`` and every file of ``site`` that a text file among them names, followed: a name
     counts when it resolves to a file of the site from the naming file's folder, from the page's
-    (scripts name files relative to the page that runs them), or from the site's root."""
+    (scripts name files relative to the page that runs them), or from the site's root. ``names``
+    keeps each file's names between calls (the labs of a site share their runtime's files)."""
+    names = {} if names is None else names
     seen, todo = set(start), list(start)
     page_dir = posixpath.dirname(page)
     while todo:
         path = todo.pop()
         if not path.endswith(TEXT):
             continue
-        text = site[path].decode("utf-8", "replace")
+        if path not in names:
+            names[path] = named(site[path].decode("utf-8", "replace"))
         here = posixpath.dirname(path)
-        for name in set(_NAMED.findall(text)):
+        for name in names[path]:
             for base in (here, page_dir, ""):
                 target = posixpath.normpath(posixpath.join(base, name))
                 if target in site and target not in seen:
@@ -101,11 +123,13 @@ def manifest(slug: str, title: str, page: str, files: list[str]) -> bytes:
     return tostring(root, encoding="UTF-8", xml_declaration=True) + b"\n"
 
 
-def package(site: Mapping[str, bytes], slug: str, title: str, base_url: str) -> tuple[dict[str, bytes], list[str]]:
-    """The files of one lab's SCORM package, by path, and the links of its page that lead nowhere."""
+def package(site: Mapping[str, bytes], slug: str, title: str, base_url: str,
+            names: dict[str, set[str]] | None = None) -> tuple[dict[str, bytes], list[str]]:
+    """The files of one lab's SCORM package, by path, and the links of its page that lead nowhere.
+    ``names``: as for :func:`reachable`, shared by the packages of one site."""
     page = f"labs/{slug}/index.html"
     own = [p for p in site if p.startswith(f"labs/{slug}/") and not p.endswith("/embed.html")]
-    inside = reachable(site, page, own)
+    inside = reachable(site, page, own, names)
     files = {path: site[path] for path in inside}
     html, left = packaged_page(site[page].decode("utf-8"), page, inside, base_url)
     files[page] = html.encode("utf-8")

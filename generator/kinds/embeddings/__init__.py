@@ -31,6 +31,9 @@ Claims (ids in double quotes; ``OP`` is ``>=``, ``<=``, ``>`` or ``<``)::
     the map explains OP N%                     the two PCA axes' share of the variance
     the map disagrees for OP N% of items       items whose nearest on the map is not their nearest
 
+A hubness claim, and a mean claim with > or >=, also fails when random points would make it true
+(:mod:`.chance`): it would say nothing about the model.
+
 Quiz type ``nearest``: click the item closest to X::
 
     - type: nearest
@@ -85,6 +88,7 @@ class EmbeddingsKind(LabKind):
     required = ("embeddings",)
     question_types = ("nearest",)
     question_keys = {"nearest": (("of", "choices"), ("answer",))}
+    shuffled_question_types = ("nearest",)  # authors list the nearest first; a learner would learn to click it
     widget_title = "The map of meaning"
     description = "sentence embeddings: a real model's vectors, cosine similarity, neighbours, a 2-D map, search"
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from generator.kinds import Diagnostic
+from generator.kinds.embeddings import chance
 from generator.kinds.embeddings.reading import Claim, EmbeddingsSpec
 
 OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
@@ -111,12 +112,28 @@ def check_claim(claim: Claim, nums: Numbers) -> str | None:
     if claim.kind == "hub":
         k, at_least = int(a[1]), int(a[2])
         got = int(nums.k_occurrence(k)[nums.ids.index(a[0])])
-        return None if got >= at_least else f"it is in the top {k} of {got} items"
+        if got < at_least:
+            return f"it is in the top {k} of {got} items"
+        hubs, _ = chance.draws(tuple(nums.groups), nums.E.shape[1], k)
+        by_chance = chance.share(hubs, lambda top: top >= at_least)
+        if by_chance >= chance.RARE:
+            return (f"{_random(nums)} put some point in the top {k} of at least {at_least} others in "
+                    f"{100 * by_chance:.1f}% of {chance.TRIALS} draws, so it shows no hubness; claim a count they "
+                    f"reach in under {100 * chance.RARE:g}% of draws (at least {chance.least_rare_count(hubs)})")
+        return None
     if claim.kind in ("mean", "cls-mean"):
         got = nums.cross_mean(nums.E if claim.kind == "mean" else nums.C)
         if got is None:
             return "every item is in the same group"
-        return None if OPS[a[0]](got, float(a[1])) else f"the mean is {got:.4f}"
+        if not OPS[a[0]](got, float(a[1])):
+            return f"the mean is {got:.4f}"
+        # Random vectors sit near orthogonal: a mean they reach (above or below) says nothing of the model.
+        _, means = chance.draws(tuple(nums.groups), nums.E.shape[1], 1)
+        by_chance = chance.share(means, lambda m: OPS[a[0]](m, float(a[1])))
+        if by_chance >= chance.RARE:
+            return (f"{_random(nums)} give a mean {a[0]} {a[1]} in {100 * by_chance:.1f}% of {chance.TRIALS} "
+                    f"draws, so it shows nothing of the model")
+        return None
     if claim.kind == "explained":
         got = 100 * sum(nums.explained)
         return None if OPS[a[0]](got, float(a[1])) else f"the two axes explain {got:.2f}%"
@@ -124,6 +141,10 @@ def check_claim(claim: Claim, nums: Numbers) -> str | None:
         got = 100 * len(nums.map_disagreements()) / len(nums.ids)
         return None if OPS[a[0]](got, float(a[1])) else f"it disagrees for {got:.2f}% of items"
     raise AssertionError(claim.kind)
+
+
+def _random(nums: Numbers) -> str:
+    return f"it would hold for random points: {len(nums.ids)} random unit vectors in {nums.E.shape[1]} dimensions"
 
 
 def _cosine(nums: Numbers, x: str, y: str) -> float:
@@ -159,6 +180,7 @@ def payload(spec: EmbeddingsSpec, nums: Numbers) -> dict:
     worst = max(off, key=lambda t: (t[2], -t[0])) if off else None
     occ = nums.k_occurrence(3) if n > 3 else np.zeros(n, dtype=int)
     hub = int(np.argmax(occ))
+    hubs, _ = chance.draws(tuple(nums.groups), int(nums.E.shape[1]), 3)
     out = {
         "items": items, "queries": queries, "order": order,
         "S": [[r4(x) for x in row] for row in nums.S],
@@ -166,9 +188,12 @@ def payload(spec: EmbeddingsSpec, nums: Numbers) -> dict:
         "disagree": {"count": len(off), "of": n,
                      "worst": None if worst is None else {"item": worst[0], "map": worst[1], "rank": worst[2],
                                                           "cos": r4(nums.S[worst[0], worst[1]])}},
-        "hub": {"item": hub, "count": int(occ[hub]), "k": 3},
+        # the most-shared neighbour, beside what as many random points give: hubness needs far more points
+        "hub": {"item": hub, "count": int(occ[hub]), "k": 3, "chance": round(float(hubs.mean()), 1),
+                "rare": chance.least_rare_count(hubs), "trials": chance.TRIALS},
         "crossMean": None if nums.cross_mean(nums.E) is None else r4(nums.cross_mean(nums.E)),
-        "crossMeanCls": None if nums.cross_mean(nums.C) is None else r4(nums.cross_mean(nums.C)),
+        "unrelated": unrelated_band(nums),
+        "cls": cls_offset(nums),
         "dim": int(nums.E.shape[1]),
         # for live search only: page() moves them into a script loaded with the model
         "vectors": [[round(float(x), 6) for x in v] for v in nums.E],
@@ -177,6 +202,34 @@ def payload(spec: EmbeddingsSpec, nums: Numbers) -> dict:
         m = nums.query_ids.index(spec.rag_query)
         out["rag"] = {"query": m, "k": spec.rag_k}
     return out
+
+
+UNRELATED = 0.95  # the share of pairs from different groups the band under the neighbour bars holds
+
+
+def unrelated_band(nums: Numbers) -> dict | None:
+    """The cosine below which UNRELATED of the pairs of items from different groups fall: a
+    neighbour there is no closer than sentences about other things. None without two groups."""
+    i, j = chance.cross_pairs(tuple(nums.groups))
+    if not len(i):
+        return None
+    return {"below": r4(np.quantile(nums.S[i, j], UNRELATED)), "share": UNRELATED}
+
+
+def cls_offset(nums: Numbers) -> dict | None:
+    """Why the raw [CLS] vectors look alike: their mean cosine across groups, the coordinate that
+    dominates their shared mean, its average value and what it alone adds to a pair's cosine, and
+    the mean cosine once the shared mean is taken away. None when every item is in one group."""
+    mean = nums.cross_mean(nums.C)
+    if mean is None:
+        return None
+    top = int(np.argmax(np.abs(nums.C.mean(axis=0))))
+    centred = nums.C - nums.C.mean(axis=0)
+    lengths = np.linalg.norm(centred, axis=1, keepdims=True)
+    centred = centred / np.where(lengths > 0, lengths, 1)
+    one = nums.C[:, [top]]
+    return {"mean": r4(mean), "dim": top, "value": r4(nums.C[:, top].mean()), "adds": r4(nums.cross_mean(one)),
+            "centred": r4(nums.cross_mean(centred))}
 
 
 def _group_rank(groups: list[str], i: int) -> int:

@@ -336,7 +336,9 @@
     return runtime.load(Object.assign({}, options, { signal: abort.signal, onProgress: function (got, total) {
       ui.bar.max = total || 1; ui.bar.value = got;
     } })).catch(function (err) {
-      var said = (err && err.message) || "";  // the loader's own messages are whole sentences
+      // The loader's own messages are whole sentences; offline, the connection is the cause whatever failed.
+      var said = navigator.onLine === false ? "The model could not be loaded: this device is offline, so its files could not "
+        + "be downloaded; try again when connected." : (err && err.message) || "";
       ui.status.textContent = abort.signal.aborted ? "Cancelled. Nothing more is downloaded."
         : /\.$/.test(said) ? said + " " + ui.still : "The model could not be loaded" + (said ? ": " + said : "") + ". " + ui.still;
       ui.load.hidden = false;
