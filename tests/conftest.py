@@ -264,3 +264,32 @@ def watched_page(browser, width: int = 1280, height: int = 800, allowed: Callabl
     finally:
         context.close()
     assert not problems, problems
+
+
+def gzip_sizes(page) -> dict[str, int]:
+    """Every response ``page`` gets from now on, by URL: its body gzipped alone (level 9), the way
+    a first visit's weight is counted. The dict fills as the responses come."""
+    import gzip
+
+    sizes: dict[str, int] = {}
+
+    def took(response):
+        try:
+            sizes[response.url] = len(gzip.compress(response.body(), 9))
+        except Exception:  # a redirect or an aborted request has no body
+            pass
+
+    page.on("response", took)
+    return sizes
+
+
+def sampling_data(html: str, beside) -> dict:
+    """A sampling lab's page data with every context's parts (``p``) at every temperature: the
+    page embeds a model context's parts only for the row the dial opens on and loads the rest from
+    ``rows_src``. ``beside(name)`` is a file beside the page, as text."""
+    data = lab_data(html)
+    if "rows_src" in data:
+        rows = labs_data(beside(data["rows_src"]), "samplingRows")
+        for context in data["contexts"]:
+            context["p"] = rows.get(context["id"], context["p"])
+    return data

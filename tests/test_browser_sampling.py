@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import lab_data
+from conftest import sampling_data
 from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
     ARTIFACTS, WHERE, _watched_context, axe, context, everything_in, page, settle, shipped, sites, watch,
 )
@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover - the browser fixture reports it
 
 def _data(shipped) -> dict:
     html = (shipped.folder / LAB / "index.html").read_text(encoding="utf-8")
-    return lab_data(html)
+    return sampling_data(html, lambda name: (shipped.folder / LAB / name).read_text(encoding="utf-8"))
 
 
 def _rows(context: dict, index: int) -> tuple[list[str], list[int]]:
@@ -49,7 +49,9 @@ def _open(page, shipped, where="http", hash=""):
 
 
 def _texts(page) -> dict[str, str]:
-    """Word → the text beside its bar: "41%", "<1%", ">99%" or "cut"."""
+    """Word → the text beside its bar: "41%", "<1%", ">99%" or "cut", once what the dial loads
+    (a context's parts, the other tokens') is in."""
+    _cut(page)
     return dict(page.evaluate("""[...document.querySelectorAll("#sa-bars tbody tr")].map((tr) =>
         [tr.querySelector("th").innerText.trim(), tr.querySelector(".sa-pct").innerText.trim()])"""))
 
@@ -216,3 +218,17 @@ def test_top_p_cuts_the_whole_vocabulary_as_python_does(page, shipped):
         parts = decoding.to_parts(decoding.softmax(context.logits, [data["temps"][index]])[0])
         kept = int(decoding.top_p_keep(parts, p).sum())
         expect(page.locator("#sa-summary")).to_contain_text(f"Top-p keeps {kept:,} of 49,152 tokens")
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_an_address_naming_another_context_and_temperature_opens_on_its_numbers(page, shipped, where):
+    """The page embeds the parts of the row it opens on only; an address that names another row
+    draws it once its parts (sampling-rows.js) are in, with the build's numbers."""
+    data = _data(shipped)
+    context = next(c for c in data["contexts"] if c["id"] != data["default"]["context"])
+    index = next(i for i in range(len(data["temps"])) if i != data["default"]["t"])
+    _open(page, shipped, where, f"#c={context['id']}&t={data['temps'][index]:g}")
+    expect(page.locator("#sa-temp-out")).to_have_text(f"T = {data['temps'][index]:g}")
+    words, parts = _rows(context, index)
+    assert _shown(page) == dict(zip(words, [int(x) for x in decoding.shares(parts)], strict=True))
+    expect(page.locator("#sa-summary")).to_have_text(f"All {context['vocab']:,} tokens stay in. The chances add up to 100%.")

@@ -4,13 +4,12 @@ visit's weight; and, marked ``reference``, the learner's own text scored in the 
 
 from __future__ import annotations
 
-import gzip
 import math
 import re
 from pathlib import Path
 
 import pytest
-from conftest import lab_data, reference
+from conftest import gzip_sizes, lab_data, reference
 from llama_fixtures import smollm2_gguf
 from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
     ARTIFACTS, _watched_context, axe, context, everything_in, page, settle, shipped, sites, watch,
@@ -101,15 +100,7 @@ def test_next_token_screenshots_and_no_sideways_scrolling(browser, watch, shippe
 
 def test_the_first_visit_is_within_35_kb_gzip(page, shipped):
     """Every response the page gets until it is ready and idle, each gzipped alone, added up."""
-    sizes: dict[str, int] = {}
-
-    def took(response):
-        try:
-            sizes[response.url] = len(gzip.compress(response.body(), 9))
-        except Exception:  # a redirect or an aborted request has no body
-            pass
-
-    page.on("response", took)
+    sizes = gzip_sizes(page)
     _open(page, shipped)
     page.wait_for_load_state("networkidle")
     total = sum(sizes.values())

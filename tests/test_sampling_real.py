@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import lab_data, run_labs
+from conftest import run_labs, sampling_data
 
 from generator.build import build_files
 from generator.content import load_lab, load_site
@@ -36,7 +36,7 @@ def lab():
 def page():
     files, _ = build_files(ROOT / "content", None)
     html = files["labs/sampling/index.html"].decode()
-    data = lab_data(html)
+    data = sampling_data(html, lambda name: files[f"labs/sampling/{name}"].decode())
     return data, files[f"labs/sampling/{data['tail_src']}"].decode()
 
 

@@ -192,3 +192,15 @@ def decoder_page_ref(gguf: Path) -> dict[str, Any]:
             "manifest": folder + files.manifest, "tokenizer": folder + files.tokenizer,
             "license": folder + files.license, "download_bytes": files.load_bytes,
             "tokenizer_bytes": files.manifest_data["tokenizer"]["size"]}
+
+
+def fetched_decoder(name: str) -> Path | None:
+    """The GGUF of the decoder ``name`` when it is fetched and pinned-exact, else None: a site
+    built without it still builds (its stored numbers need no model), and a page that offers the
+    model in the page says instead why it cannot."""
+    from generator.models import store
+
+    try:
+        return store.locate(name)
+    except BuildError:
+        return None

@@ -39,7 +39,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from generator.kinds import (BuildError, Computed, ContentError, Diagnostic, KindQuestion, Lab, LabKind, ModelUse,
+from generator.kinds import (Computed, ContentError, Diagnostic, KindQuestion, Lab, LabKind, ModelUse,
                              PageData, Reader)
 from generator.kinds.helpers import lazy_script
 from generator.kinds.nexttoken import payload as pages
@@ -139,12 +139,9 @@ class NextTokenKind(LabKind):
 
 
 def _model_path() -> Path | None:
-    from generator.models import store
+    from generator.runtime.site import fetched_decoder
 
-    try:
-        return store.locate(MODEL)
-    except BuildError:
-        return None
+    return fetched_decoder(MODEL)
 
 
 def _live() -> dict[str, Any]:

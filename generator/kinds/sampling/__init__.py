@@ -67,7 +67,7 @@ What is computed where
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -77,7 +77,7 @@ import numpy as np
 from generator.kinds import (Computed, ContentError, Diagnostic, KindQuestion, Lab, LabKind, ModelUse, Option, PageData, Reader,
                              did_you_mean)
 from generator.kinds.helpers import lazy_script
-from generator.kinds.sampling import real
+from generator.kinds.sampling import live, real
 from generator.models import decoding
 from generator.runtime import decoded
 from generator.kinds.sampling.designed import MAX_WORDS
@@ -299,14 +299,33 @@ class SamplingKind(LabKind):
 
     def page(self, lab: Lab, payload: Any) -> PageData:
         """A real context's tail (the other tokens' parts, as runs) is a file the page loads on the
-        first cut: a first visit carries only the top tokens and the rest's total."""
+        first cut, and its top tokens' parts at every temperature another (``rows_src``), loaded
+        as soon as the learner reaches for a control: a first visit carries the parts of the one
+        row the dial opens on, and each context's tokens and logits (the menu, the arithmetic)."""
         tails = {c["id"]: c["tail"] for c in payload["contexts"] if "tail" in c}
         if not tails:
             return PageData(payload)
         name, script = lazy_script("sampling-tail.js", "samplingTail", tails)
-        embedded = {**payload, "tail_src": name,
-                    "contexts": [{k: v for k, v in c.items() if k != "tail"} for c in payload["contexts"]]}
-        return PageData(embedded, {name: script})
+        rows = {c["id"]: c["p"] for c in payload["contexts"] if "tail" in c}
+        first = (payload["default"]["context"], payload["default"]["t"])
+
+        def opening(c):  # the parts the dial opens on; null where they load with the rows
+            return [row if (c["id"], t) == first else None for t, row in enumerate(c["p"])]
+
+        rows_name, rows_script = lazy_script("sampling-rows.js", "samplingRows", rows)
+        embedded = {**payload, "tail_src": name, "rows_src": rows_name, "live": live.page_part(self.name),
+                    "contexts": [{k: opening(c) if k == "p" and c["id"] in rows else v for k, v in c.items() if k != "tail"}
+                                 for c in payload["contexts"]]}
+        return PageData(embedded, {name: script, rows_name: rows_script})
+
+    def shared_files(self) -> Mapping[str, bytes]:
+        """"Your prompt"'s code and styles (static/later/), loaded when the learner first asks for the model."""
+        return live.files()
+
+    def site_files(self, labs: Sequence[Lab], options: Mapping[str, Any], store: Path | None) -> Mapping[str, bytes]:
+        """The decoder's runtime and weights, once per site, when a lab samples from the model and
+        the model is fetched (a build without it still builds; the page then says why)."""
+        return live.site_files(any(c.model for lab in labs if lab.spec for c in lab.spec.contexts))
 
     def jsonld_question_type(self, qtype: str) -> str:
         return "Multiple choice"

@@ -324,6 +324,28 @@
     }, function (error) { inner.abort(); throw error; });
   };
 
+  // A lab's "Load the model" button, the same in every lab that offers one: the button gives way
+  // to Cancel and a byte progress bar, `ui.status` says what happens; resolves with the model, or
+  // with null once the status says why not (cancelled, or the loader's plain message and that
+  // `ui.still` — the part of the page that still works — does).
+  runtime.loadShown = function (ui, options) {
+    var abort = new AbortController();
+    ui.load.hidden = true; ui.cancel.hidden = false; ui.bar.hidden = false; ui.bar.value = 0;
+    ui.status.textContent = "Loading the model…";
+    ui.cancel.onclick = function () { abort.abort(); };
+    return runtime.load(Object.assign({}, options, { signal: abort.signal, onProgress: function (got, total) {
+      ui.bar.max = total || 1; ui.bar.value = got;
+    } })).catch(function (err) {
+      // The loader's own messages are whole sentences; offline, the connection is the cause whatever failed.
+      var said = navigator.onLine === false ? "The model could not be loaded: this device is offline, so its files could not "
+        + "be downloaded; try again when connected." : (err && err.message) || "";
+      ui.status.textContent = abort.signal.aborted ? "Cancelled. Nothing more is downloaded."
+        : /\.$/.test(said) ? said + " " + ui.still : "The model could not be loaded" + (said ? ": " + said : "") + ". " + ui.still;
+      ui.load.hidden = false;
+      return null;
+    }).finally(function () { ui.cancel.hidden = true; ui.bar.hidden = true; });
+  };
+
   // What static/loader-encoder.js and static/loader-decoder.js build on (and a later architecture
   // would): loading and checking data scripts, Workers, slices of main-thread work.
   runtime.loading = { SLICE_MS: SLICE_MS, PARALLEL: PARALLEL, absolute: absolute, aborted: aborted, nextTask: nextTask,

@@ -198,7 +198,7 @@
   if (live && $("em-load")) {
     const load = $("em-load"), cancel = $("em-cancel"), progress = $("em-progress"), status = $("em-status");
     const form = $("em-form"), input = $("em-query");
-    let model = null, abort = null, vectors = null;
+    let model = null, vectors = null;
     const mb = (live.download_bytes / 1e6).toFixed(1);
     // The 8-bit model's closeness, measured when it was packed (bundle.json): a bound rounded up.
     const e = live.expect, up3 = x => (Math.ceil(x * 1000 - 1e-9) / 1000).toFixed(3);
@@ -224,33 +224,23 @@
     }
     test.embed = text => embed(text);
     load.addEventListener("click", async () => {
-      abort = new AbortController();
-      load.hidden = true; cancel.hidden = false; progress.hidden = false; progress.value = 0;
-      status.textContent = "Loading the model…";
+      const ui = { load, cancel, bar: progress, status, still: "The queries above still work." };
       try {
         await u.load(live.code);
         await u.load(live.vectors);
-        vectors = window.Labs.data.embeddingVectors;
-        model = await window.Labs.runtime.load({
-          manifestSrc: live.manifest, signal: abort.signal, worker: false,
-          onProgress: (got, total) => { progress.max = total || 1; progress.value = got; },
-        });
-        status.textContent = "The model is ready: type a search and press Enter.";
-        form.hidden = false;
-        input.focus();
-        if (input.value.trim()) form.requestSubmit();  // the search kept in the address
-      } catch (err) {
-        // Blame the connection only when it is the cause; a file that is really missing is named.
-        const why = !navigator.onLine ? "this device is offline, so its files could not be downloaded; try again when connected"
-          : err?.message || "its files could not be read";
-        status.textContent = abort.signal.aborted ? "Cancelled. Nothing more is downloaded."
-          : `The model could not be loaded: ${why}. The queries above still work.`;
-        load.hidden = false;
-      } finally {
-        cancel.hidden = true; progress.hidden = true;
+      } catch {  // blame the connection only when it is the cause
+        status.textContent = `The model could not be loaded: ${navigator.onLine ? "its files could not be read"
+          : "this device is offline, so its files could not be downloaded; try again when connected"}. ${ui.still}`;
+        return;
       }
+      vectors = window.Labs.data.embeddingVectors;
+      model = await window.Labs.runtime.loadShown(ui, { manifestSrc: live.manifest, worker: false });
+      if (!model) return;
+      status.textContent = "The model is ready: type a search and press Enter.";
+      form.hidden = false;
+      input.focus();
+      if (input.value.trim()) form.requestSubmit();  // the search kept in the address
     });
-    cancel.addEventListener("click", () => abort?.abort());
     if (asked) {
       input.value = asked;
       status.textContent = `Your search “${asked}” is kept in this page's address: load the model to run it.`;

@@ -20,7 +20,7 @@
     load.hidden = true;
     return;
   }
-  let model = null, abort = null;
+  let model = null;
   load.textContent = `Load the model (${Math.round(live.download_bytes / 1e6)} MB)`;
   status.textContent = `Score a text of your own with ${live.model}, in this page. Nothing is downloaded until you ask.`;
 
@@ -40,28 +40,15 @@
   };
 
   load.addEventListener("click", async () => {
-    abort = new AbortController();
-    load.hidden = true; cancel.hidden = false; bar.hidden = false; bar.value = 0;
-    status.textContent = "Loading the model…";
-    try {
-      await u.load(live.code);
-      model = await window.Labs.runtime.load({
-        manifestSrc: live.manifest, signal: abort.signal,
-        onProgress: (got, total) => { bar.max = total || 1; bar.value = got; },
-      });
-      status.textContent = "The model is ready: type a text and press Enter.";
-      form.hidden = false;
-      timing.hidden = false;
-      input.focus();
-    } catch (err) {
-      status.textContent = abort.signal.aborted ? "Cancelled. Nothing more is downloaded."
-        : `The model could not be loaded: ${err?.message || "the files are missing"}. The texts above still work.`;
-      load.hidden = false;
-    } finally {
-      cancel.hidden = true; bar.hidden = true;
-    }
+    const ui = { load, cancel, bar, status, still: "The texts above still work." };
+    try { await u.load(live.code); } catch { status.textContent = `The model's code could not be loaded. ${ui.still}`; return; }
+    model = await window.Labs.runtime.loadShown(ui, { manifestSrc: live.manifest });
+    if (!model) return;
+    status.textContent = "The model is ready: type a text and press Enter.";
+    form.hidden = false;
+    timing.hidden = false;
+    input.focus();
   });
-  cancel.addEventListener("click", () => abort?.abort());
 
   /* The logit lens of the own text at `at`, as the build's compute.read_text reads it: per reading
      (the embeddings, then each layer) the top token, its probability and the target's — the text's

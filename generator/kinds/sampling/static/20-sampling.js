@@ -38,7 +38,7 @@
     p: 100,
     seed: Number.isInteger(data.seed) ? data.seed : 42
   };
-  let rng = null, drawn = [], tally = [], tails = null, tailLoad = null;
+  let rng = null, drawn = [], tally = [], tails = null, tailLoad = null, rowsLoad = null;
 
   /* ---------- controls ---------- */
   const ctxOf = () => contexts.get(state.context);
@@ -78,6 +78,25 @@
     if (cutting() && tails) return { w: top.concat(expand(tails[C.id][state.t])), whole: true };
     if (cutting()) loadTail();
     return { w: top.concat([data.parts - u.sum(top)]), whole: !cutting() };
+  }
+  // A model context's parts at every temperature but the one the dial opens on (data.rows_src)
+  // load when the learner first reaches for a control; a setting that needs them before they are
+  // in is drawn once they are.
+  let waiting = false;
+  const hasRow = () => !!ctxOf().p[state.t];
+  function loadRows() {
+    rowsLoad ||= u.load(data.rows_src).then(() => {
+      for (const [id, p] of Object.entries(Labs.data.samplingRows)) contexts.get(id).p = p;
+      if (waiting) { waiting = false; changed(false); }
+    }, () => { rowsLoad = null; el.summary.textContent = "The chances for this setting did not load."; });
+    return rowsLoad;
+  }
+  function rowsReady() {
+    if (hasRow()) return true;
+    waiting = true;
+    loadRows();
+    el.summary.textContent = "Loading the chances for this setting…";
+    return false;
   }
   function loadTail() {
     tailLoad ||= u.load(data.tail_src).then(() => { tails = Labs.data.samplingTail; restart(); paint(); say(describe()); })
@@ -124,6 +143,7 @@
   }
 
   function paint() {
+    if (!rowsReady()) return;
     const v = current(), C = v.C, T = temps[state.t], n = sizeOf(C), cuts = v.left !== null && v.left < n;
     const unit = C.ids ? "tokens" : "words";
     el.caption.textContent = `Next ${C.ids ? "token" : "word"} after “${C.text} …” at T = ${tText(T)}` +
@@ -166,6 +186,7 @@
     el.history.replaceChildren();
   }
   function sample(n) {
+    if (!hasRow()) return;
     const v = current(), C = v.C, got = [];
     if (v.pending) { say("The other tokens' chances are still loading; draw again in a moment."); return; }
     for (let i = 0; i < n; i++) {
@@ -193,6 +214,7 @@
     else el.live.textContent = text;
   }
   function describe() {
+    if (!hasRow()) return "Loading the chances for this setting…";
     const v = current(), C = v.C;
     const shown = C.words.map((w, j) => [w, v.after[j], v.keptR[j]]).filter(x => x[2] > 0).slice(0, 4);
     return `T = ${tText(temps[state.t])}` + (state.k ? `, top-k ${state.k}` : "") + (state.p < 100 ? `, top-p ${pText(state.p)}` : "") +
@@ -219,6 +241,7 @@
   }
 
   /* ---------- wiring ---------- */
+  const listeners = [];  // "Your prompt" (static/later/live.js) follows the dial
   function changed(rebuild) {
     if (rebuild) { fillTopK(); build(); }
     restart();
@@ -226,6 +249,7 @@
     paint();
     writeHash();
     say(describe(), true);
+    listeners.forEach(fn => fn());
   }
   el.context.addEventListener("change", () => { state.context = el.context.value; changed(true); });
   el.temp.addEventListener("input", () => { state.t = +el.temp.value; changed(false); });
@@ -259,6 +283,7 @@
     if (a && a.hash === location.hash) { ev.preventDefault(); showHash(); }
   });
 
+  if (data.rows_src) for (const type of ["pointerdown", "focusin"]) el.controls.addEventListener(type, loadRows, { once: true });
   readHash();
   fillContexts();
   fillTopK();
@@ -266,9 +291,21 @@
   restart();
   syncControls();
   paint();
+  // "Your prompt": only the offer is here; its code (data.live.src) loads on the first click.
+  const L = data.live;
+  if (L && el.own) {
+    el.own.hidden = false;
+    Labs.code.samplingDial = { state: () => ({ ...state, T: temps[state.t] }), onChange: fn => listeners.push(fn), el, say };
+    if (L.reason) el.ownStatus.textContent = L.reason;
+    el.ownLoad.hidden = !!L.reason;
+    el.ownLicense.href = L.license;
+    el.ownLoad.textContent = `Load the model (${Math.round(L.download_bytes / 1e6)} MB)`;
+    el.ownLoad.addEventListener("click", () => u.load(L.src).then(() => Labs.code.samplingLive(L),
+      () => { el.ownStatus.textContent = "Its code could not be loaded."; }));
+  }
   nojs.hidden = true;
   app.hidden = false;
   root.dataset.ready = "true";
   // For the tests: the settings and the draws so far.
-  Labs.test.sampling = { state: () => ({ ...state, drawn: drawn.slice(), words: ctxOf().words.slice() }), ready: () => tailLoad || Promise.resolve() };
+  Labs.test.sampling = { state: () => ({ ...state, drawn: drawn.slice(), words: ctxOf().words.slice() }), ready: async () => { await rowsLoad; await tailLoad; } };
 })();
