@@ -99,3 +99,13 @@ def test_minilms_checkpoint_with_other_files_is_not_minilms_export(bundle, chang
 
 def test_the_committed_bundle_is_minilms_export():
     assert read_bundle(COMMITTED).meta["model"]["name"] == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+@pytest.mark.parametrize("name", ["weights.bin", "vocab.txt", "LICENSE", "bundle.json"])
+def test_a_folder_in_place_of_a_bundle_file_is_an_error_naming_it_not_a_traceback(bundle, name):
+    """read_limited opens without blocking, and Linux opens a folder for reading: it is refused on
+    its descriptor's mode (Python's file object would raise IsADirectoryError)."""
+    (bundle / name).unlink()
+    (bundle / name).mkdir()
+    error = _error(bundle)
+    assert f"{name}: error: " in error and ("folder" in error or "incomplete" in error), error
