@@ -727,7 +727,7 @@ for name, fn in [
     ("folder", lambda c: c._fresh(_W).mkdir()),
     ("byte-flip-corrupt", lambda c: c.weights_edit("layers.0.qkv.q", 5, lambda b: bytes([b[0] ^ 0x40]), rehash=False)),
     ("flip-qkv-consistent", lambda c: c.weights_edit("layers.0.qkv.q", 5, lambda b: bytes([b[0] ^ 0x40]))),
-    ("flip-out-consistent", lambda c: c.weights_edit("layers.5.out.q", 1000, b"\x7f")),
+    ("flip-out-consistent", lambda c: c.weights_edit("layers.5.out.q", 1000, lambda b: bytes([b[0] ^ 0x40]))),  # (it is 127)
     ("flip-rare-row-consistent", lambda c: c.weights_edit("embeddings.word.q", 29_000 * 384 + 7, b"\x7f")),
     ("scale-consistent", lambda c: c.weights_edit("layers.3.in.scales", 11, lambda b: struct.pack("<e", struct.unpack("<e", b)[0] * 4))),
     ("ln-gain-3e38", lambda c: c.weights_edit("layers.2.ln2.g", 0, struct.pack("<f", 3e38))),
