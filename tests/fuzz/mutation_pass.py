@@ -5,7 +5,7 @@
 
 ``--code`` is the checkout whose ``generator`` runs (default: this one), so a pass can run against
 an older commit exported elsewhere. ``--sample N`` runs every Nth case of each area (a pass over
-all 519 cases costs about 20-30 minutes of CPU); ``--ids FILE`` runs the cases a file names, one id a
+all 519 cases costs about 15 minutes of CPU in the builds); ``--ids FILE`` runs the cases a file names, one id a
 line (the cases a previous pass flagged, say). Each case runs ``python -m generator ARGV`` in its
 own copy of the base site, in its own process group, with only the labs it touches: a case that
 edits one lab's files builds that lab (and the labs its files name by ``../``); a case that edits
