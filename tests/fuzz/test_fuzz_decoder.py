@@ -157,3 +157,14 @@ def test_a_long_prompt_runs_in_chunks_and_gives_the_numbers_of_one_call(tiny, mo
     expected = llama.unembed(model.weights, model.config, whole.hidden_states[-1, -1])
     np.testing.assert_allclose(logits, expected, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(cache.keys, whole.cache.keys, rtol=1e-4, atol=1e-5)
+
+
+def test_a_prompt_of_many_chunks_says_on_stderr_why_nothing_shows_yet(tiny, capsys, monkeypatch):
+    """Near the end of SmolLM2's context a prompt costs minutes of CPU: one line on stderr says so
+    (stdout stays the table or the JSON)."""
+    monkeypatch.setattr(llama, "PREFILL_CHUNK", 8)
+    code, out, err = run_labs(capsys, "next", "a" * 33, "--gguf", str(tiny), "--json")
+    assert code == 0 and err == ["running 33 prompt tokens through the model, 8 at a time…"]
+    assert len(json.loads("\n".join(out))["ids"]) == 33  # stdout: the JSON alone
+    code, _, err = run_labs(capsys, "next", "a" * 32, "--gguf", str(tiny))
+    assert code == 0 and err == []  # four chunks or fewer: nothing said
