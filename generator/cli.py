@@ -113,11 +113,14 @@ def _where_it_appears(content: Path, slug: str) -> str:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from generator.scaffold import init_site
+    from generator.scaffold import PAGES_WORKFLOW_PATH, init_site
 
-    made = init_site(args.directory, title=args.title)
+    made = init_site(args.directory, title=args.title, pages_install=args.github_pages)
     _out(f"created a site in {display_path(args.directory)}/ with {len(made)} example lab"
          f"{'s' * (len(made) != 1)} ({', '.join(made)}). Next: cd {display_path(args.directory)} && labs build")
+    if args.github_pages is not None:
+        _out(f"{display_path(args.directory / PAGES_WORKFLOW_PATH)} builds the site and publishes it to GitHub Pages on "
+             "every push to main: set the repository's Pages source to \"GitHub Actions\"")
     _out("For a real model in the pages (the attention lab's `bundle:`, the embeddings lab's `runtime:`): "
          "`labs models fetch all-minilm-l6-v2` downloads it with pip (83.5 MB) and writes its page bundle into "
          "content/models/all-minilm-l6-v2/ (24.9 MB)")
@@ -291,6 +294,10 @@ def parser() -> argparse.ArgumentParser:
                                    "built-in lab kind, ready for `labs build`. Never overwrites.")
     i.add_argument("directory", type=Path, metavar="DIR", help="the new site's folder (new, or empty)")
     i.add_argument("--title", metavar="TEXT", default=None, help="the site's title (default: from the folder name)")
+    i.add_argument("--github-pages", metavar="REQUIREMENT", default=None,
+                   help="also write .github/workflows/pages.yml, which installs the generator with `pip install "
+                        "REQUIREMENT` (e.g. 'attention-labs @ git+https://github.com/OWNER/attention-labs@COMMIT'), "
+                        "fetches the models the labs name, builds and publishes to GitHub Pages")
     i.set_defaults(func=cmd_init)
 
     n = sub.add_parser("new", help="scaffold a new lab", description="Create content/labs/SLUG/ with every file a "

@@ -93,7 +93,10 @@ def cap_per_file(diagnostics, limit: int = MAX_ERRORS_PER_FILE) -> list["Diagnos
 def display_path(path: Path | str, root: Path | None = None) -> str:
     """A path as an author would type it: relative to the cwd where possible, else to ``root``."""
     p = Path(path)
-    resolved = p.resolve()
+    try:
+        resolved = p.resolve()
+    except (OSError, RuntimeError):  # a loop of symbolic links: the path as written
+        resolved = Path(os.path.abspath(p))
     for base in (os.getcwd(), root):  # the cwd first: that is where the author clicks from
         if base is None:
             continue

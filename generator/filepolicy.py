@@ -211,12 +211,12 @@ def read_limited(path: Path, inside: Path | None, limit: int, root: Path | None 
         raise BuildError("expected a file but found a folder", path=shown) from None
     except OSError as exc:
         raise BuildError(f"cannot read file: {exc.strerror}", path=shown) from None
+    mode = os.fstat(fd)
+    if not stat.S_ISREG(mode.st_mode):  # checked before fdopen, which refuses a folder with a traceback
+        os.close(fd)
+        raise BuildError("expected a file but found a folder" if stat.S_ISDIR(mode.st_mode) else
+                         "not a regular file; only regular files are read", path=shown)
     with os.fdopen(fd, "rb") as f:
-        mode = os.fstat(fd)
-        if stat.S_ISDIR(mode.st_mode):
-            raise BuildError("expected a file but found a folder", path=shown)
-        if not stat.S_ISREG(mode.st_mode):
-            raise BuildError("not a regular file; only regular files are read", path=shown)
         if size is not None and mode.st_size != size:
             state = "truncated" if mode.st_size < size else "corrupt"
             raise BuildError(f"{mode.st_size:,} bytes where {size:,} are listed: the file is {state}", path=shown)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import yaml
@@ -106,6 +107,56 @@ templates/lab.html, static/css/10-base.css, kinds/<kind>/widget.html, … A new 
 
 GITIGNORE = "site/\n.labs-cache/\n"
 
+# GitHub Pages from the site's own repository. The generator is installed from what the author
+# names (it is not on PyPI, and only they know the commit they tested); Pages says the address the
+# site will live at, for canonical links and the sitemap; `labs models fetch` brings the models the
+# labs name (from PyPI, SHA-256 checked) before the build reads them.
+PAGES_WORKFLOW = """\
+# Build the site from content/ and publish site/ to GitHub Pages on every push to main
+# (set the repository's Pages source to "GitHub Actions").
+name: Publish site
+on:
+  push:
+    branches: [main]
+  workflow_dispatch:
+
+permissions:
+  contents: read
+  pages: write
+  id-token: write
+
+concurrency:
+  group: pages
+  cancel-in-progress: true
+
+jobs:
+  build:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.11"
+      - id: pages
+        uses: actions/configure-pages@v5
+      - run: {install}
+      - run: labs models fetch
+      - run: labs build --base-url "${{{{ steps.pages.outputs.base_url }}}}/"
+      - uses: actions/upload-pages-artifact@v3
+        with:
+          path: site
+  deploy:
+    needs: build
+    runs-on: ubuntu-latest
+    environment:
+      name: github-pages
+      url: ${{{{ steps.deployment.outputs.page_url }}}}
+    steps:
+      - id: deployment
+        uses: actions/deploy-pages@v4
+"""
+PAGES_WORKFLOW_PATH = ".github/workflows/pages.yml"
+
 
 def new_lab(content: Path, slug: str, title: str | None = None, topic: str | None = None,
             kind: str | None = None) -> Path:
@@ -186,16 +237,18 @@ def _spread_right_answers(content: Path, slug: str) -> None:
                         encoding="utf-8")
 
 
-def init_site(directory: Path, title: str | None = None) -> list[str]:
+def init_site(directory: Path, title: str | None = None, pages_install: str | None = None) -> list[str]:
     """Write a new site into ``directory`` (new or empty): ``content/site.yaml`` with one topic,
     one example lab of each built-in kind (a kind that ships inside this package), a ``theme/``
-    folder for overrides and a ``.gitignore``. Returns the labs' slugs."""
+    folder for overrides and a ``.gitignore``; with ``pages_install`` (what pip installs the
+    generator from), a GitHub Pages workflow too. Returns the labs' slugs."""
     directory = Path(directory)
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         raise BuildError("already exists and is not an empty folder; `labs init` never overwrites",
                          display_path(directory))
     if title is not None and (not title.strip() or "\n" in title or "\r" in title):
         raise BuildError("the title must be one line of text, e.g. --title 'My ML labs'")
+    workflow = pages_workflow(pages_install) if pages_install is not None else None
     name = directory.resolve().name
     title = title or (name.replace("-", " ").replace("_", " ").strip().capitalize() or "Labs")
     builtin = [k.name for k in all_kinds() if type(k).__module__.startswith("generator.")]
@@ -210,7 +263,23 @@ def init_site(directory: Path, title: str | None = None) -> list[str]:
         slug = f"first-{kind}-lab"
         new_lab(content, slug, title=f"A first {kind} lab", kind=kind)
         slugs.append(slug)
+    if workflow is not None:
+        (directory / PAGES_WORKFLOW_PATH).parent.mkdir(parents=True)
+        (directory / PAGES_WORKFLOW_PATH).write_text(workflow, encoding="utf-8")
     return slugs
+
+
+def pages_workflow(install: str) -> str:
+    """The GitHub Pages workflow, installing the generator with ``pip install INSTALL`` (a
+    requirement such as ``attention-labs @ git+https://github.com/OWNER/attention-labs@COMMIT``, or
+    a wheel's path in the repository). The value is quoted for the shell, then for YAML, so that
+    what pip receives is exactly ``install``; an Actions expression (``${{ }}``) would be replaced
+    before the shell sees it, so it is refused."""
+    install = install.strip()
+    if not install or "${{" in install or any(ord(ch) < 32 or ord(ch) == 127 for ch in install):
+        raise BuildError("--github-pages needs what pip installs the generator from, on one line, e.g. "
+                         "--github-pages 'attention-labs @ git+https://github.com/OWNER/attention-labs@COMMIT'")
+    return PAGES_WORKFLOW.format(install=json.dumps("pip install " + shlex.quote(install), ensure_ascii=False))
 
 
 def _yaml_text(text: str) -> str:

@@ -29,7 +29,7 @@ and not part of the theme.
 A kind's public API is this module — the hooks; the types they take and give (:class:`Lab`,
 :class:`Option`, :class:`Content`, :class:`Reader`, :class:`Diagnostic`); the errors a kind raises
 or reports (:class:`ContentError`, :class:`BuildError`, :class:`SiteError`, :func:`did_you_mean`,
-:func:`display_path`, :func:`regular_problem` for a file it opens itself); and
+:func:`display_path`, :func:`regular_problem` and :func:`read_limited` for a file it opens itself); and
 :func:`pickled_as_call` for its specs — and :mod:`generator.kinds.helpers` (page data as JSON,
 fingerprinted files, the addresses of shared files). Besides these a kind imports only its own
 package and the shared model packages, :mod:`generator.models` and :mod:`generator.runtime`:
@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from generator.errors import BuildError, ContentError, Diagnostic, SiteError, did_you_mean, display_path
-from generator.filepolicy import regular_problem
+from generator.filepolicy import read_limited, regular_problem
 from generator.model import Content, Lab, Option
 from generator.pickling import pickled_as_call
 from generator.source import Reader
@@ -61,7 +61,7 @@ from generator.source import Reader
 # and generator.kinds.helpers for the files and JSON a page carries.
 __all__ = ["ENTRY_POINT_GROUP", "BuildError", "Computed", "Content", "ContentError", "Diagnostic", "KindQuestion",
            "Lab", "LabKind", "ModelUse", "Option", "PageData", "Reader", "SiteError", "all_kinds", "did_you_mean",
-           "display_path", "get_kind", "kind_names", "pickled_as_call", "regular_problem"]
+           "display_path", "get_kind", "kind_names", "pickled_as_call", "read_limited", "regular_problem"]
 
 log = logging.getLogger(__name__)
 

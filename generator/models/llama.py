@@ -245,10 +245,20 @@ def probabilities(logits: np.ndarray) -> np.ndarray:  # [..., V] -> [..., V] flo
     return z / z.sum(axis=-1, keepdims=True)
 
 
+PREFILL_CHUNK = 256  # tokens a forward call takes: its attention scores are [H, chunk, m], not [H, n, n]
+
+
 def next_token_logits(model: LlamaModel, ids, cache: KVCache | None = None) -> tuple[np.ndarray, KVCache]:
     # [n] -> [V], cache
-    """The logits of the token after ``ids`` (run after ``cache``), and the cache with ``ids`` in it."""
-    out = forward(model.weights, model.config, ids, cache)
+    """The logits of the token after ``ids`` (run after ``cache``), and the cache with ``ids`` in it.
+
+    A long prompt runs in chunks of :data:`PREFILL_CHUNK` tokens, each after the cache of those
+    before it (the same numbers, to float32 rounding): one call over 8,192 tokens would hold
+    attention scores of H·n² floats, 2.4 GB a layer for SmolLM2, a few times over."""
+    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+    for start in range(0, max(len(ids), 1), PREFILL_CHUNK):  # no id: forward's own assertion
+        out = forward(model.weights, model.config, ids[start:start + PREFILL_CHUNK], cache)
+        cache = out.cache
     return unembed(model.weights, model.config, out.hidden_states[-1, -1]), out.cache
 
 

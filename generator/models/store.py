@@ -176,6 +176,8 @@ def file_problem_of(path: Path, pinned: PinnedFile) -> str | None:
     if what is not None:
         return f"{display_path(path)} is {what}, not a regular file"
     if not path.is_file():
+        if path.is_symlink() and not path.exists():
+            return f"{display_path(path)} is a symbolic link that leads nowhere (to a missing file, or a loop)"
         return f"{display_path(path)} not found" if not path.exists() else f"{display_path(path)} is not a file"
     size = path.stat().st_size
     if size != pinned.size:

@@ -53,6 +53,7 @@ from generator.models.wordpiece import MAX_SETTINGS_BYTES, MAX_VOCAB_BYTES, Word
 from generator.errors import BuildError, display_path
 from generator.filepolicy import read_limited, refused
 from generator.runtime import accuracy, quantize
+from generator.runtime.known import identity_problem
 from generator.runtime.reference import REFERENCE_TEXTS, check_reference, reference_outputs
 from generator.runtime.tensors import MATRICES, dequantized_weights, layout, quantized_tensors  # noqa: F401 (part of this module's API)
 
@@ -302,11 +303,11 @@ def read_bundle(folder: Path) -> Bundle:
     folder (a LICENSE linked to /etc/passwd would be published), a FIFO or a device is refused
     before it is opened, and a file's size is compared with what bundle.json lists before it is read.
 
-    Checked: bundle.json's format, version, config and quantization; that every listed file is
-    there with the listed size and SHA-256 (a shorter file is called truncated); that the tensor
-    table is exactly :func:`layout` of the config, inside weights.bin, aligned; that the
-    tokenizer loads and its vocabulary fits the embedding table; that every weight is finite; and
-    that the model computes the reference outputs stored at export (:mod:`.reference`).
+    Checked: bundle.json's format, version, config, quantization and model card and checkpoint
+    (:mod:`.known`: a known checkpoint's exact export); every listed file there with the listed
+    size and SHA-256 (a shorter file is called truncated); the tensor table exactly :func:`layout`
+    of the config, inside weights.bin, aligned; the tokenizer loading and its vocabulary fitting the
+    embedding table; every weight finite; the reference outputs stored at export (:mod:`.reference`).
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -329,7 +330,7 @@ def read_bundle(folder: Path) -> Bundle:
         raise _fail(meta_path, f"bundle format version {meta.get('version')!r}; this reader knows version {VERSION}")
     config = _config(meta, meta_path)
     _check_quantization(meta, meta_path)
-    problem = accuracy.accuracy_problem(meta)
+    problem = accuracy.accuracy_problem(meta) or identity_problem(meta)
     if problem is not None:
         raise _fail(meta_path, problem)
     listed = meta.get("files")

@@ -208,6 +208,9 @@ def cmd_next(args: argparse.Namespace) -> int:  # needs no site
     name = DECODER if args.gguf is None else (model.name or display_path(path))
     head = {"model": name, "prompt": args.prompt, "chat": args.chat, "ids": ids, "tokens": shown,
             "dropped_bytes": encoding.dropped}
+    if len(ids) > 4 * llama.PREFILL_CHUNK:  # minutes of CPU near the context's end: say why nothing shows yet
+        print(f"running {len(ids):,} prompt tokens through the model, {llama.PREFILL_CHUNK} at a time…",
+              file=sys.stderr, flush=True)
     if args.generate is None:
         logits, _ = llama.next_token_logits(model, ids)
         probs = llama.probabilities(logits)

@@ -74,7 +74,11 @@ def digest_files(paths: Iterable[tuple[str, Path]]) -> str:
     h = hashlib.sha256()
     for rel, path in paths:
         try:
-            data = path.read_bytes() if path.is_file() else b"\0not a file"
+            if path.is_file():
+                with open(path, "rb") as f:  # in blocks: a 2 GB file in a lab folder is never held whole
+                    data = hashlib.file_digest(f, "sha256").digest() + str(f.tell()).encode()
+            else:
+                data = b"\0not a file"
         except OSError:  # vanished or unreadable mid-scan: the loader will say so
             data = b"\0unreadable"
         h.update(rel.encode("utf-8", "surrogateescape") + b"\0" + str(len(data)).encode() + b"\0" + data)

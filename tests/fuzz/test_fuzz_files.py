@@ -91,3 +91,19 @@ def test_special_files_build_or_fail_cleanly(tmp_path, monkeypatch, capsys, spec
         finally:
             if sock is not None:
                 sock.close()
+
+
+def test_the_build_cache_hashes_a_huge_file_in_blocks_never_whole(tmp_path, monkeypatch):
+    """A 2 GB (sparse) file in a lab folder was read into memory whole to key the build cache
+    (4 GB of RSS) before the loader refused it; it is hashed in blocks, and still keys on every byte."""
+    from generator.speed import buildcache
+
+    big = tmp_path / "embeddings.json"
+    with open(big, "wb") as f:
+        f.truncate(2 * 10 ** 9)
+    small = tmp_path / "small.txt"
+    small.write_bytes(b"abc")
+    monkeypatch.setattr(Path, "read_bytes", lambda self: pytest.fail(f"{self.name} read whole"))
+    first = buildcache.digest_files([("embeddings.json", big), ("small.txt", small)])
+    small.write_bytes(b"abd")  # one byte, same size
+    assert buildcache.digest_files([("embeddings.json", big), ("small.txt", small)]) != first

@@ -73,7 +73,7 @@ class NearestQuestion:
 
 def stored_numbers(spec: EmbeddingsSpec) -> tuple[compute.Numbers | None, list[Diagnostic]]:
     where = {e.text: e.at for e in (*spec.items, *spec.queries)}
-    vectors, problems = store.load(spec.store, spec.texts(), spec.at, where)
+    vectors, problems = store.load(spec.store, spec.texts(), spec.at, where, spec.runtime_checkpoint)
     if problems:
         return None, problems
     nums = compute.numbers(spec, vectors)

@@ -50,6 +50,7 @@ class EmbeddingsSpec:
     claims: tuple[Claim, ...]
     runtime: Path | None  # a committed model bundle folder: live search in the page
     at: Diagnostic  # the `embeddings:` key
+    runtime_checkpoint: str | None = None  # the SHA-256 of the checkpoint the runtime bundle was made from
 
     def entry(self, ident: str) -> Entry | None:
         return next((e for e in (*self.items, *self.queries) if e.id == ident), None)
@@ -173,6 +174,7 @@ def read_embeddings(reader: Reader, where: tuple, lab_dir: Path) -> EmbeddingsSp
                          f"{did_you_mean(rag_query, [q.id for q in queries])}; queries are listed under 'queries'")
         rag_k = reader.integer(where + ("rag", "k"), minimum=1, maximum=10) or 3
     runtime = reader.string(where + ("runtime",), required=False, multiline=False)
+    checkpoint = None
     bundle = reader.folder(where + ("runtime",), lab_dir, "runtime") if runtime else None
     if bundle is not None and not os.path.lexists(bundle / "bundle.json"):
         reader.error(where + ("runtime",), f"{runtime!r} is not a model bundle folder (no bundle.json in it); "
@@ -182,8 +184,10 @@ def read_embeddings(reader: Reader, where: tuple, lab_dir: Path) -> EmbeddingsSp
         from generator.kinds import BuildError
         from generator.runtime.site import bundle_at
 
-        try:
-            bundle_at(bundle)  # read and checked once per process: a damaged file is an error here
+        try:  # read and checked once per process: a damaged file is an error here
+            recorded = bundle_at(bundle).meta.get("checkpoint")
+            checkpoint = recorded.get("sha256") if isinstance(recorded, dict) else None
+            checkpoint = checkpoint if isinstance(checkpoint, str) else "(none recorded)"
         except BuildError as exc:
             reader.error(where + ("runtime",), f"bundle {runtime!r} cannot be used: {str(exc).replace(' error: ', ' ', 1)}")
     claims = []
@@ -196,4 +200,4 @@ def read_embeddings(reader: Reader, where: tuple, lab_dir: Path) -> EmbeddingsSp
     if len(reader.diags.items) > errors:
         return None
     return EmbeddingsSpec(prompt, tuple(items), tuple(queries), lab_dir / store, store, neighbours or 5, rag_query,
-                          rag_k, tuple(claims), bundle, reader.doc.diagnostic(where, "", key=True))
+                          rag_k, tuple(claims), bundle, reader.doc.diagnostic(where, "", key=True), checkpoint)

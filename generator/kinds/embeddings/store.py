@@ -28,13 +28,18 @@ from pathlib import Path
 
 import numpy as np
 
-from generator.kinds import BuildError, Content, Diagnostic, display_path
+from generator.kinds import BuildError, Content, Diagnostic, display_path, read_limited
 
 FORMAT = 1
 DEFAULT_NAME = "embeddings.json"
 POOLING = "mean of the last layer over the attention mask, then L2-normalised (sentence-transformers)"
 FETCHED = "all-minilm-l6-v2"  # the checkpoint's name for `labs models fetch`
 COMMAND = "labs embed"
+MODEL = "all-MiniLM-L6-v2"  # the model the kind's page and docs name: its vectors, and no other's
+DIM = 384  # its hidden size: the numbers in each of its vectors
+# 52 texts (40 items, 12 queries) of two vectors of 384 numbers are 0.5 MB; a file many times
+# that is not one `labs embed` wrote, and is refused on its size before a byte is read.
+MAX_BYTES = 16_000_000
 
 
 def embed_texts(model, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -63,23 +68,31 @@ def _numbers(v: Iterable[float]) -> str:
 
 
 def dumps(sha: str, dim: int, vectors: dict[str, tuple[np.ndarray, np.ndarray]]) -> str:
-    head = json.dumps({"format": FORMAT, "model": "all-MiniLM-L6-v2", "checkpoint_sha256": sha, "dim": dim,
+    head = json.dumps({"format": FORMAT, "model": MODEL, "checkpoint_sha256": sha, "dim": dim,
                        "pooling": POOLING}, ensure_ascii=False)[:-1]
     lines = [f'{json.dumps(text, ensure_ascii=False)}: {{"mean": {_numbers(m)}, "cls": {_numbers(c)}}}'
              for text, (m, c) in sorted(vectors.items())]
     return head + ', "vectors": {\n' + ",\n".join(lines) + "\n}}\n"
 
 
-def load(path: Path, texts: Sequence[str], at: Diagnostic, where: dict[str, Diagnostic]) -> tuple[dict, list[Diagnostic]]:
+def load(path: Path, texts: Sequence[str], at: Diagnostic, where: dict[str, Diagnostic],
+         checkpoint: str | None = None) -> tuple[dict, list[Diagnostic]]:
     """The stored vectors of ``texts`` ({text: (mean, cls)}) and the problems: a missing, unreadable or
     stale file is reported at ``at`` (or at the entry in ``where`` whose text has no vector), naming
-    the command that fixes it."""
+    the command that fixes it. The file is read under the file policy (a FIFO or a device in its
+    place is refused before it is opened, a huge file on its size). Its vectors must be those of
+    :data:`MODEL`'s pinned checkpoint, as the page says, and of ``checkpoint`` when the page's live
+    search runs a bundle of it (else the learner's query and the items come from two models)."""
+    from generator.models.store import pinned_sha256
+
     shown = display_path(path)
     fix = f"run `{COMMAND}` to compute it from the checkpoint"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return {}, [_at(at, f"{shown} does not exist; {fix}")]
+    try:
+        data = json.loads(read_limited(path, None, MAX_BYTES, what="a stored-embeddings file").decode("utf-8"))
+    except BuildError as exc:
+        return {}, [_at(at, f"{shown}: {str(exc).split(' error: ', 1)[-1]}")]
     except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: also a number of thousands of digits
         return {}, [_at(at, f"{shown} cannot be read ({type(exc).__name__}: {exc}); {fix}")]
     except RecursionError:
@@ -87,7 +100,17 @@ def load(path: Path, texts: Sequence[str], at: Diagnostic, where: dict[str, Diag
     if not (isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("vectors"), dict)
             and type(data.get("dim")) is int and data["dim"] > 0):
         return {}, [_at(at, f"{shown} is not a stored-embeddings file of format {FORMAT}; {fix}")]
-    dim, found, problems = data["dim"], {}, []
+    sha, pinned = data.get("checkpoint_sha256"), pinned_sha256(FETCHED)
+    if data.get("model") != MODEL or sha != pinned:
+        return {}, [_at(at, f"{shown} holds the vectors of {_shown(data.get('model'))} (checkpoint {_shown(sha)}), "
+                            f"not of {MODEL}'s checkpoint {pinned}, which the page names; {fix}")]
+    if data["dim"] != DIM:
+        return {}, [_at(at, f"{shown} says its vectors have {data['dim']} numbers; {MODEL}'s have {DIM}; {fix}")]
+    if checkpoint is not None and checkpoint != sha:
+        return {}, [_at(at, f"{shown} holds the vectors of checkpoint {sha}, but the page's live search runs a "
+                            f"bundle of checkpoint {checkpoint[:80]}: the learner's query and the items would "
+                            f"come from two models")]
+    dim, found, problems = DIM, {}, []
     for text in texts:
         entry = data["vectors"].get(text)
         if entry is None:
@@ -100,6 +123,11 @@ def load(path: Path, texts: Sequence[str], at: Diagnostic, where: dict[str, Diag
             continue
         found[text] = vectors
     return found, problems
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:80] + "…"
 
 
 def _at(d: Diagnostic, message: str) -> Diagnostic:
@@ -139,9 +167,10 @@ def refresh(path: Path, texts: Sequence[str], model_dir: Path) -> tuple[int, boo
 
     sha = checkpoint_sha256(model_dir)
     data: object = None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):  # missing or not JSON: every vector is computed again
+    try:  # a FIFO, a device or a huge file in its place is an error here (read_limited), not a hang
+        if os.path.lexists(path):
+            data = json.loads(read_limited(path, None, MAX_BYTES, what="a stored-embeddings file").decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):  # not JSON: every vector is computed again
         pass
     old: dict = {}
     dim = data.get("dim") if isinstance(data, dict) else None
