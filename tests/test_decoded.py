@@ -165,11 +165,13 @@ def test_labs_decode_asks_the_kinds_and_computes_what_is_missing(project, capsys
 def test_fetch_with_no_names_takes_the_models_the_kinds_say_the_labs_use(project, capsys, monkeypatch):
     fetched: list[str] = []
     from generator.kinds.nexttoken import NextTokenKind
+    from generator.kinds.tokens import TokensKind
     from generator.runtime import fetch
 
     monkeypatch.setattr(fetch, "fetch", lambda name, content, report: fetched.append(name))
     monkeypatch.setattr(SamplingKind, "models", lambda self, lab: ())
-    monkeypatch.setattr(NextTokenKind, "models", lambda self, lab: ())  # lab 06: the only other shipped user
+    monkeypatch.setattr(NextTokenKind, "models", lambda self, lab: ())  # lab 06
+    monkeypatch.setattr(TokensKind, "models", lambda self, lab: ())  # lab 03: the BPE comparison
     code, out, _ = run_labs(capsys, "models", "fetch")
     assert (code, fetched) == (0, []) and "no lab uses a model" in out[-1]
     monkeypatch.setattr(SamplingKind, "models", lambda self, lab: (ModelUse(MODEL),))
