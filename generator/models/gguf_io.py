@@ -25,7 +25,9 @@ products are computed in float32, as ggml and transformers' GGUF loader do.
 
 from __future__ import annotations
 
+import functools
 import math
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,10 +115,31 @@ def read_gguf(path: Path) -> GGUFFile:
     Raises :class:`BuildError` naming the file: missing, a folder, a FIFO or a device (refused
     before anything opens it), not GGUF (wrong magic), a version the library does not read,
     truncated or damaged (the header or a tensor runs past the end of the file).
+
+    A regular file is parsed once a process while its size and modification time stay the same:
+    the library reads the tokenizer's 98,000 strings one by one (about a second of CPU), and a
+    build asks for the decoder from several kinds (the page's engine, lab 03's BPE tokenizer).
+    The result is shared: callers must not change it.
     """
+    path = Path(path)
+    if special_kind(path) is None:
+        try:
+            st = path.stat()
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISREG(st.st_mode):
+            return _read_gguf_once(str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return _read_gguf(path)
+
+
+@functools.lru_cache(maxsize=2)
+def _read_gguf_once(path: str, dev: int, ino: int, size: int, mtime_ns: int) -> GGUFFile:
+    return _read_gguf(Path(path))
+
+
+def _read_gguf(path: Path) -> GGUFFile:
     import gguf  # the llama.cpp project's reader; imported here so the rest of the package loads without it
 
-    path = Path(path)
     what = special_kind(path)  # before anything opens it: a FIFO with no writer would block for ever
     if what is not None:
         raise _fail(path, f"this is {what}, not a regular file; a model is read only from a file")
