@@ -47,7 +47,7 @@ from generator.build import build  # noqa: E402
 from generator.serve.statichost import StaticHostHandler  # noqa: E402
 
 PAGES = {"index": "", "lab": "labs/attention/", "tokens": "labs/tokens/", "embeddings": "labs/embeddings/",
-         "next-token": "labs/next-token/",
+         "next-token": "labs/next-token/", "sampling": "labs/sampling/",
          "topic": "topics/llm-engineering/", "404": "404.html"}
 CATEGORIES = ("performance", "accessibility", "best-practices", "seo")
 AUDITS = {"tbt": "total-blocking-time", "main": "mainthread-work-breakdown", "fid": "max-potential-fid", "dom": "dom-size"}

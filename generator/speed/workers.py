@@ -132,6 +132,7 @@ def lab_pool(content_dir: Path, n_labs: int | None = None, initializer: Callable
         yield map
         return
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    before = set(multiprocessing.active_children())
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
                                initargs=(initializer, initargs))
     try:
@@ -139,17 +140,22 @@ def lab_pool(content_dir: Path, n_labs: int | None = None, initializer: Callable
         # most 8 labs, not a quarter of its share.
         yield lambda fn, items: pool.map(fn, items, chunksize=max(1, min(8, n_labs // (workers * 4))))
     except BaseException:  # a signal, or a lab's mistake raised: nothing more the workers do is wanted
-        end_workers(pool)
+        end_workers(pool, set(multiprocessing.active_children()) - before)
         raise
     pool.shutdown(wait=True)
 
 
-def end_workers(pool: ProcessPoolExecutor) -> None:
+def end_workers(pool: ProcessPoolExecutor, started: set | frozenset = frozenset()) -> None:
     """End ``pool`` now: its workers are killed whatever they are doing, the labs not started are
     dropped, and this returns once the workers are gone — a build stopping because of a signal must
     not wait for the chunks its workers hold (a chunk of labs can take minutes), and must not remove
-    its new site folder while a worker still writes into it."""
+    its new site folder while a worker still writes into it.
+
+    ``started``: the processes this process started since the pool was made. A signal that lands
+    while the pool forks a worker can leave one the executor has not recorded yet; unkilled, it
+    computes its labs while the build's exit waits for the executor's thread."""
     processes = list((getattr(pool, "_processes", None) or {}).values())  # the executor's own handle on them
+    processes += [p for p in started if p not in processes]
     for process in processes:
         try:
             process.kill()
