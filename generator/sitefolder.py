@@ -151,11 +151,17 @@ class _Stopping:
     raised, another is ignored: the build is stopping already, and a second exception in the
     middle of its cleanup (ending the workers, removing the folder) would leave things behind."""
 
+    # Once a stop has been raised, the way out (ending workers, removing the folder, the
+    # interpreter's own exit, which joins the process pool's threads) gets this long; then a
+    # thread removes the folder, kills this process's children and ends the process.
+    DEADLINE = 1.5  # seconds
+
     def __init__(self) -> None:
         self.pending: int | None = None
         self.in_swap = False
         self.stopping = False
         self.previous: dict[int, object] = {}
+        self.folder: Path | None = None  # the new site folder, once made
 
     def __enter__(self) -> _Stopping:
         if threading.current_thread() is threading.main_thread():
@@ -177,7 +183,28 @@ class _Stopping:
             self.pending = signum
         else:
             self.stopping = True
+            threading.Thread(target=self._deadline, args=(signum,), name="labs-stop-deadline", daemon=True).start()
             self._raise(signum)
+
+    def _deadline(self, signum: int) -> None:
+        time.sleep(self.DEADLINE)
+        if self.in_swap:  # the swap finishes first; the folder is the site then
+            return
+        import multiprocessing
+
+        for child in multiprocessing.active_children():
+            try:
+                child.kill()
+            except (OSError, ValueError):
+                pass
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(130 if signum == signal.SIGINT else 128 + signum)
 
     @staticmethod
     def _raise(signum: int) -> None:
@@ -213,6 +240,7 @@ def _removed_unless_swapped(output: Path, parent: Path, stopping: _Stopping):
     tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}-new-{os.getpid()}-", dir=parent))
     try:
         (tmp / MARKER).write_bytes(MARKER_TEXT)  # first, so a killed build's folder is provably ours
+        stopping.folder = tmp
         yield tmp
         os.chmod(tmp, 0o755)
         with stopping.critical():
