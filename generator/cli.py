@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -354,6 +355,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if os.environ.get("LABS_STACKS_ON_SIGUSR1"):  # tests: where a build is when it will not stop
+        import faulthandler
+
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         args = parser().parse_args(argv)  # exits 2 on usage errors
     except SiteError as exc:  # a lab kind that cannot be loaded

@@ -63,7 +63,7 @@ class Run:
         self.project = project
         self.started = time.monotonic()
         self.proc = subprocess.Popen([sys.executable, "-m", "generator", *argv], cwd=project,
-                                     env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=subprocess.PIPE,
+                                     env=dict(os.environ, PYTHONUNBUFFERED="1", LABS_STACKS_ON_SIGUSR1="1"), stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, start_new_session=True,
                                      preexec_fn=signals_at_default)
         self.out: list[str] = []
@@ -95,6 +95,8 @@ class Run:
             code = self.proc.wait(DEADLINE)
         except subprocess.TimeoutExpired:
             code = None
+            self.proc.send_signal(signal.SIGUSR1)  # every thread's stack to stderr, for the failure's message
+            time.sleep(0.5)
         took = time.monotonic() - sent
         self.kill()
         return code, took
@@ -153,7 +155,8 @@ def test_a_signal_stops_a_cold_build_within_2_s_and_leaves_nothing(heavy, name, 
         code, took = run.stop(name)
     finally:
         run.kill()
-    assert code is not None and took <= DEADLINE, f"{name} at {at} s: still running {took:.1f} s later"
+    assert code is not None and took <= DEADLINE, (f"{name} at {at} s: still running {took:.1f} s later; its stacks:\n"
+                                                   + "\n".join(run.err[-80:]))
     assert code == EXIT_CODES[name], (code, run.err)
     assert not any("Traceback" in line for line in run.err), run.err
     assert _session(run.proc.pid) == {}, f"left running: {_session(run.proc.pid)} (workers were {workers})"
