@@ -2,7 +2,7 @@
 prompt the test types, from file:// and over http under the CSP. The model (130 MB of scripts) is
 loaded once per address scheme for the whole module: a module-scoped page that every test reuses.
 
-* the first visit loads none of it (only the offer is in the page);
+* the first visit loads none of it (only the offer is in the page), nor the dial's acts;
 * "Next token" lists the model's top tokens within 0.5 points of transformers' GGUF-loaded model
   (marked ``reference``);
 * "Generate" with a fixed seed gives the same text twice, and the tokens
@@ -23,7 +23,7 @@ from test_browser import (  # noqa: F401 — fixtures shared with the other brow
 
 pytestmark = pytest.mark.browser
 LAB = "labs/sampling/"
-FIRST_VISIT_GZIP = 30_343  # bytes: lab 08's first visit before it offered the model; the offer must not add to it
+FIRST_VISIT_GZIP = 28_241  # bytes: lab 08's first visit before it sampled the real model; the model must not add to it
 PROMPT = "Bees turn the nectar of flowers into"  # no numeral: transformers' GGUF tokenizer splits those otherwise
 
 try:
@@ -62,12 +62,13 @@ def _listed(page) -> list[tuple[int, float, str]]:
 
 
 def test_the_first_visit_loads_nothing_of_the_live_part(page, shipped):
-    """Only the offer: no runtime, no weights, not even the live part's own code, and the page
-    weighs no more than before the live part came (every response gzipped alone, added up)."""
+    """Only the offer: no runtime, no weights, not even the live part's own code, nor the dial's
+    acts (static/later/dial.js and .css, loaded when the learner reaches for the dial), and the page
+    weighs no more than before it sampled the real model (every response gzipped alone, added up)."""
     sizes = gzip_sizes(page)
     _open(page, shipped)
     page.wait_for_load_state("networkidle")
-    assert not [u for u in sizes if "sampling-live" in u or "/assets/runtime/" in u], sorted(sizes)
+    assert not [u for u in sizes if re.search(r"sampling-(live|dial)|/assets/runtime/", u)], sorted(sizes)
     assert not page.evaluate("!!(window.Labs.runtime || window.Labs.code.samplingLive)")
     expect(page.get_by_role("button", name=re.compile(r"^Load the model \((\d+) MB\)$"))).to_be_visible()
     html = (shipped.folder / LAB / "index.html").read_text(encoding="utf-8")

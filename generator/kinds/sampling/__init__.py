@@ -303,6 +303,7 @@ class SamplingKind(LabKind):
         as soon as the learner reaches for a control: a first visit carries the parts of the one
         row the dial opens on, and each context's tokens and logits (the menu, the arithmetic)."""
         tails = {c["id"]: c["tail"] for c in payload["contexts"] if "tail" in c}
+        payload = {**payload, "acts": live.acts(self.name)}
         if not tails:
             return PageData(payload)
         name, script = lazy_script("sampling-tail.js", "samplingTail", tails)
@@ -319,7 +320,7 @@ class SamplingKind(LabKind):
         return PageData(embedded, {name: script, rows_name: rows_script})
 
     def shared_files(self) -> Mapping[str, bytes]:
-        """"Your prompt"'s code and styles (static/later/), loaded when the learner first asks for the model."""
+        """The dial's acts, and "Your prompt"'s code and styles (static/later/): none on a first visit."""
         return live.files()
 
     def site_files(self, labs: Sequence[Lab], options: Mapping[str, Any], store: Path | None) -> Mapping[str, bytes]:

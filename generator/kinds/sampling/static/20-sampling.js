@@ -9,7 +9,11 @@
    parts and shows the rest as one row, "all other tokens"; the other tokens' parts (runs of equal
    values, in rank order: data.tail_src) load on the first cut, so top-k and top-p cut the whole
    vocabulary exactly. A draw needs no tail: the top tokens come first in the order draws walk.
-   State in the URL hash: #c=<context>&t=<temperature>&k=<top-k>&p=<top-p %>&seed=<seed> */
+   State in the URL hash: #c=<context>&t=<temperature>&k=<top-k>&p=<top-p %>&seed=<seed>
+   This script draws the dial as it opens; what the learner's acts run (a setting changed, a draw,
+   the arithmetic, a link that sets the dial) is static/later/dial.js, loaded when
+   the learner first reaches for the dial, with its styles (static/later/dial.css, data.acts): each
+   act waits for them, in order. */
 (() => {
   "use strict";
   const root = document.getElementById("sampling");
@@ -29,7 +33,7 @@
   const temps = data.temps, contexts = new Map(data.contexts.map(c => [c.id, c]));
   const tText = t => String(+Number(t).toFixed(4));
   const pText = p => p >= 100 ? "off" : (p / 100).toFixed(2);
-  const MAX_SEED = 4294967295, MANY = 20, HISTORY = 30;
+  const MAX_SEED = 4294967295;
 
   const state = {
     context: contexts.has(data.default?.context) ? data.default.context : data.contexts[0].id,
@@ -38,7 +42,8 @@
     p: 100,
     seed: Number.isInteger(data.seed) ? data.seed : 42
   };
-  let rng = null, drawn = [], tally = [], tails = null, tailLoad = null, rowsLoad = null;
+  const draws = { drawn: [], tally: [] };  // the sampler's draws so far and each row's count (dial.js)
+  let rowsLoad = null;
 
   /* ---------- controls ---------- */
   const ctxOf = () => contexts.get(state.context);
@@ -71,12 +76,13 @@
   const cutting = () => state.k > 0 || state.p < 100;
   const expand = runs => runs.flatMap(([value, n]) => new Array(n).fill(value));
   // The weights the cuts and draws use: a model context's top tokens, then the rest — one lump
-  // while nothing is cut (or its tail is still loading), else every other token's parts.
+  // while nothing is cut (or its tail is still loading: dial.js loads it), else every other
+  // token's parts.
   function weights(C) {
-    const top = C.p[state.t];
+    const top = C.p[state.t], tails = view.tails;
     if (!C.ids) return { w: top, whole: true };
     if (cutting() && tails) return { w: top.concat(expand(tails[C.id][state.t])), whole: true };
-    if (cutting()) loadTail();
+    if (cutting()) view.loadTail?.();
     return { w: top.concat([data.parts - u.sum(top)]), whole: !cutting() };
   }
   // A model context's parts at every temperature but the one the dial opens on (data.rows_src)
@@ -87,7 +93,7 @@
   function loadRows() {
     rowsLoad ||= u.load(data.rows_src).then(() => {
       for (const [id, p] of Object.entries(Labs.data.samplingRows)) contexts.get(id).p = p;
-      if (waiting) { waiting = false; changed(false); }
+      if (waiting) { waiting = false; view.changed ? view.changed(false) : paint(); }
     }, () => { rowsLoad = null; el.summary.textContent = "The chances for this setting did not load."; });
     return rowsLoad;
   }
@@ -98,10 +104,6 @@
     el.summary.textContent = "Loading the chances for this setting…";
     return false;
   }
-  function loadTail() {
-    tailLoad ||= u.load(data.tail_src).then(() => { tails = Labs.data.samplingTail; restart(); paint(); say(describe()); })
-      .catch(() => { tailLoad = null; el.summary.textContent = "The other tokens' chances did not load, so nothing is cut."; });
-  }
   function current() {
     const C = ctxOf(), { w: full, whole } = weights(C), n = C.words.length;
     const mask = whole ? S.keep(full, state.k, state.p) : full.map(() => true);
@@ -110,7 +112,7 @@
     const rows = a => C.ids ? a.slice(0, n).concat([u.sum(a.slice(n))]) : a;
     const fullR = rows(full), keptR = rows(kept), maskR = C.ids ? mask.slice(0, n).concat([mask.slice(n).some(Boolean)]) : mask;
     return { C, full, kept, total, fullR, keptR, maskR, before: u.roundShares(fullR, 100), after: u.roundShares(keptR, 100),
-      left: C.ids && !(cutting() && tails) ? (cutting() ? null : C.vocab) : mask.filter(Boolean).length, pending: cutting() && !whole };
+      left: C.ids && !(cutting() && view.tails) ? (cutting() ? null : C.vocab) : mask.filter(Boolean).length, pending: cutting() && !whole };
   }
   const rowOf = j => Math.min(j, ctxOf().ids ? ctxOf().words.length : j);
 
@@ -138,14 +140,13 @@
     });
     if (C.ids) rows[rows.length - 1].tr.classList.add("sa-other");
     el.bars.tBodies[0].replaceChildren(...rows.map(r => r.tr));
-    el.math.tBodies[0].replaceChildren(...C.words.map((w, j) => h("tr", {}, [h("th", { scope: "row" }, [w]),
-      h("td", {}, [u.fmt(C.logits[j], 2)]), h("td", {}, []), h("td", {}, [])])));
+    view.built?.(C);
   }
 
   function paint() {
     if (!rowsReady()) return;
     const v = current(), C = v.C, T = temps[state.t], n = sizeOf(C), cuts = v.left !== null && v.left < n;
-    const unit = C.ids ? "tokens" : "words";
+    const unit = C.ids ? "tokens" : "words", { drawn, tally } = draws;
     el.caption.textContent = `Next ${C.ids ? "token" : "word"} after “${C.text} …” at T = ${tText(T)}` +
       (state.k ? `, top-k ${state.k}` : "") + (state.p < 100 ? `, top-p ${pText(state.p)}` : "");
     // A bar's length is the word's chance: the whole track is 100%. The pale bar behind it is
@@ -164,47 +165,15 @@
     el.summary.textContent = v.pending ? `Loading the chances of the other ${count(n - C.words.length)} tokens to cut them…`
       : cuts ? `${state.k && state.p < 100 ? "Top-k and top-p keep" : state.k ? "Top-k keeps" : "Top-p keeps"} ${count(v.left)} of ${count(n)} ${unit}; their chances are renormalised to add up to 100%. A cut ${unit.slice(0, -1)}'s pale bar shows the chance it had.`
       : `All ${count(n)} ${unit} stay in. The chances add up to 100%.`;
-    el.mathT.textContent = `Logit ÷ ${tText(T)}`;
-    [...el.math.tBodies[0].rows].forEach((tr, j) => {
-      tr.cells[2].textContent = u.fmt(C.logits[j] / T, 2);
-      tr.cells[3].textContent = (v.fullR[j] / data.parts * 100).toFixed(2) + "%";
-    });
     el.next.textContent = drawn.length ? nameOf(drawn[drawn.length - 1]) : "…";
     el.next.classList.toggle("is-drawn", drawn.length > 0);
     el.draws.textContent = drawn.length
       ? `${drawn.length} draw${drawn.length === 1 ? "" : "s"} with seed ${state.seed}; the latest: “${nameOf(drawn[drawn.length - 1])}”.`
       : `No draws yet. Seed ${state.seed}: the same settings and seed always draw the same words.`;
+    view.painted?.(v, T);
   }
 
   const nameOf = j => ctxOf().ids && j >= ctxOf().words.length ? "(another token)" : ctxOf().words[j];
-
-  /* ---------- sampling ---------- */
-  function restart() {
-    rng = S.mulberry32(state.seed);
-    drawn = [];
-    tally = shownWords(ctxOf()).map(() => 0);
-    el.history.replaceChildren();
-  }
-  function sample(n) {
-    if (!hasRow()) return;
-    const v = current(), C = v.C, got = [];
-    if (v.pending) { say("The other tokens' chances are still loading; draw again in a moment."); return; }
-    for (let i = 0; i < n; i++) {
-      const j = S.draw(v.kept, rng());  // cut words weigh 0: never drawn
-      drawn.push(j);
-      tally[rowOf(j)]++;
-      got.push(j);
-    }
-    const items = got.map(j => h("li", {}, [nameOf(j)]));
-    el.history.append(...items);
-    while (el.history.children.length > HISTORY) el.history.firstElementChild.remove();
-    paint();
-    if (n === 1) say(`Draw ${drawn.length}: ${nameOf(got[0])}.`);
-    else {
-      const counts = shownWords(C).map((w, j) => [w, got.filter(x => rowOf(x) === j).length]).filter(x => x[1]);
-      say(`${n} more draws: ` + counts.map(([w, c]) => `${w} ${c}`).join(", ") + `. ${drawn.length} in all.`);
-    }
-  }
 
   /* ---------- announcements and the URL ---------- */
   let sayTimer = 0;
@@ -212,20 +181,6 @@
     clearTimeout(sayTimer);
     if (later) sayTimer = setTimeout(() => { el.live.textContent = text; }, 400);
     else el.live.textContent = text;
-  }
-  function describe() {
-    if (!hasRow()) return "Loading the chances for this setting…";
-    const v = current(), C = v.C;
-    const shown = C.words.map((w, j) => [w, v.after[j], v.keptR[j]]).filter(x => x[2] > 0).slice(0, 4);
-    return `T = ${tText(temps[state.t])}` + (state.k ? `, top-k ${state.k}` : "") + (state.p < 100 ? `, top-p ${pText(state.p)}` : "") +
-      ": " + shown.map(([w, p, parts]) => `${w} ${pctText(p, parts, v.total)}`).join(", ") +
-      (v.left > shown.length ? `, and ${count(v.left - shown.length)} more` : "") +
-      (v.left !== null && v.left < sizeOf(C) ? `. ${count(sizeOf(C) - v.left)} cut.` : ".") + (drawn.length ? "" : " Draws start over.");
-  }
-  function writeHash() {
-    const q = `c=${encodeURIComponent(state.context)}&t=${tText(temps[state.t])}` + (state.k ? `&k=${state.k}` : "") +
-      (state.p < 100 ? `&p=${state.p}` : "") + (state.seed !== data.seed ? `&seed=${state.seed}` : "");
-    try { history.replaceState(null, "", "#" + q); } catch { /* file:// in some browsers */ }
   }
   function readHash() {
     const m = new URLSearchParams(location.hash.slice(1));
@@ -240,62 +195,46 @@
     return true;
   }
 
-  /* ---------- wiring ---------- */
-  const listeners = [];  // "Your prompt" (static/later/live.js) follows the dial
-  function changed(rebuild) {
-    if (rebuild) { fillTopK(); build(); }
-    restart();
-    syncControls();
-    paint();
-    writeHash();
-    say(describe(), true);
-    listeners.forEach(fn => fn());
-  }
-  el.context.addEventListener("change", () => { state.context = el.context.value; changed(true); });
-  el.temp.addEventListener("input", () => { state.t = +el.temp.value; changed(false); });
-  el.topk.addEventListener("change", () => { state.k = +el.topk.value; changed(false); });
-  el.topp.addEventListener("input", () => { state.p = +el.topp.value; changed(false); });
-  el.seed.addEventListener("change", () => {
-    const s = Number(el.seed.value);
-    const ok = Number.isInteger(s) && s >= 0 && s <= MAX_SEED;
-    if (ok) state.seed = s;
-    changed(false);
-    if (!ok) say(`A seed is a whole number from 0 to ${MAX_SEED}, so the seed stays ${state.seed}.`);
-  });
-  el.sample.addEventListener("click", () => sample(1));
-  el.sampleMany.addEventListener("click", () => sample(MANY));
-  el.reset.addEventListener("click", () => {
-    restart();
-    paint();
-    say(`Draws cleared. The next draw starts again from seed ${state.seed}.`);
-  });
-  // A link such as the quiz's "Set the dial to T = 0.3": show the dial it set, and put the keyboard
-  // on it, wherever on the page the link was (also when the hash already says so: no hashchange).
-  function showHash() {
-    if (!readHash()) return;
-    changed(true);
-    el.temp.scrollIntoView({ block: "center", behavior: u.reducedMotion.matches ? "auto" : "smooth" });
-    el.temp.focus({ preventScroll: true });
-  }
-  addEventListener("hashchange", showHash);
+  /* ---------- what the learner's acts run: static/later/dial.js ---------- */
+  // What dial.js works with; it adds changed, built, painted and loadTail, and fills tails.
+  const view = { data, el, state, draws, temps, contexts, ctxOf, current, sizeOf, shownWords, count, tText, pText, pctText,
+    nameOf, rowOf, hasRow, fillTopK, build, paint, syncControls, readHash, say, listeners: [], MAX_SEED, tails: null, tailLoad: null };
+  let acting = null, queue = Promise.resolve();
+  const wake = () => acting ||= Promise.all([u.load(data.acts.js), u.load(data.acts.css)]).then(() => Labs.code.samplingAct(view),
+    () => { acting = null; el.summary.textContent = "The dial's code did not load, so the dial cannot change."; throw 0; });
+  // Each act waits for dial.js and for the acts before it, so they run in the order they came.
+  const act = (name, ev) => (queue = queue.then(wake).then(a => a[name](ev), () => {}));
+  const on = (node, type, name) => node.addEventListener(type, ev => act(name, ev));
+  on(el.context, "change", "context");
+  on(el.temp, "input", "temp");
+  on(el.topk, "change", "topk");
+  on(el.topp, "input", "topp");
+  on(el.seed, "change", "seed");
+  on(el.sample, "click", "sampleOne");
+  on(el.sampleMany, "click", "sampleMany");
+  on(el.reset, "click", "reset");
+  // A link such as the quiz's "Set the dial to T = 0.3" shows the dial it set, also when the hash
+  // already says so (no hashchange).
+  addEventListener("hashchange", () => act("showHash"));
   document.addEventListener("click", ev => {
     const a = ev.target.closest && ev.target.closest('a[href^="#c="]');
-    if (a && a.hash === location.hash) { ev.preventDefault(); showHash(); }
+    if (a && a.hash === location.hash) { ev.preventDefault(); act("showHash"); }
   });
+  // Reaching for the dial (a pointer or the keyboard on any of it, the arithmetic included) loads
+  // what its acts need, so that the first act does not wait.
+  for (const type of ["pointerdown", "focusin"]) app.addEventListener(type, () => { wake().catch(() => {}); if (data.rows_src) loadRows(); }, { once: true });
 
-  if (data.rows_src) for (const type of ["pointerdown", "focusin"]) el.controls.addEventListener(type, loadRows, { once: true });
-  readHash();
+  if (readHash()) wake().catch(() => {});  // an address that sets the dial may show cuts: their styles
   fillContexts();
   fillTopK();
   build();
-  restart();
   syncControls();
   paint();
   // "Your prompt": only the offer is here; its code (data.live.src) loads on the first click.
   const L = data.live;
   if (L && el.own) {
     el.own.hidden = false;
-    Labs.code.samplingDial = { state: () => ({ ...state, T: temps[state.t] }), onChange: fn => listeners.push(fn), el, say };
+    Labs.code.samplingDial = { state: () => ({ ...state, T: temps[state.t] }), onChange: fn => view.listeners.push(fn), el, say };
     if (L.reason) el.ownStatus.textContent = L.reason;
     el.ownLoad.hidden = !!L.reason;
     el.ownLicense.href = L.license;
@@ -306,6 +245,9 @@
   nojs.hidden = true;
   app.hidden = false;
   root.dataset.ready = "true";
-  // For the tests: the settings and the draws so far.
-  Labs.test.sampling = { state: () => ({ ...state, drawn: drawn.slice(), words: ctxOf().words.slice() }), ready: async () => { await rowsLoad; await tailLoad; } };
+  // For the tests: the settings and the draws once every act so far has run.
+  Labs.test.sampling = {
+    state: async () => { await queue; return { ...state, drawn: draws.drawn.slice(), words: ctxOf().words.slice() }; },
+    ready: async () => { await queue; await acting; await rowsLoad; await view.tailLoad; }
+  };
 })();
