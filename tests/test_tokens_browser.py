@@ -247,6 +247,36 @@ def test_on_a_phone_the_pieces_follow_the_box_and_the_build_note_goes_once_the_v
     assert not watch.problems, watch.problems
 
 
+@pytest.mark.parametrize("where", WHERE)
+def test_a_reload_opens_on_the_typed_text_and_word_kept_in_the_address(page, shipped, where, tokenizer):
+    """What the learner types is kept in the hash with replaceState (no history entry per
+    keystroke): a reload opens on that text and word, split by the vocabulary it loads at once;
+    the built text and word again leave the address bare."""
+    _open(page, shipped, where)
+    data = _data(shipped)
+    entries = page.evaluate("history.length")
+    text, word = "Tokyo & Kyoto: 東京 😀 #1 = 50% off", "Detokenizers"
+    page.locator("#tk-text").fill(text)
+    page.locator("#tk-word").fill(word)
+    expect(page).to_have_url(re.compile(r"#text=[^&]+&word=Detokenizers$"))
+    assert page.evaluate("history.length") == entries
+    page.reload()
+    expect(page.locator("#tokens")).to_have_attribute("data-vocab", "ready", timeout=20_000)
+    expect(page.locator("#tk-text")).to_have_value(text)
+    expect(page.locator("#tk-word")).to_have_value(word)
+    enc = encode(text, tokenizer)
+    expect(page.locator("#tk-tokens > li")).to_have_count(len(enc.tokens))
+    assert _listed(page) == [(t, i, False) for t, i in zip(enc.tokens, enc.ids)]
+    assert page.locator('[data-count="pieces"]').inner_text() == str(len(enc.tokens) - 2)
+    expect(page.locator("#tk-steps .tk-w").first).to_have_text(word)
+    tries = [t for w in count(word, tokenizer).words for t in search(w, tokenizer)["tries"]]
+    assert _tries_shown(page) == [[t["piece"], t["found"]] for t in tries]
+    page.locator("#tk-text").fill(data["text"])
+    expect(page).to_have_url(re.compile(r"#word=Detokenizers$"))
+    page.locator("#tk-word").fill(data["word"])
+    expect(page).not_to_have_url(re.compile("#"))
+
+
 def test_text_boxes_take_their_direction_from_what_is_typed(page, shipped):
     _open(page, shipped)
     for box in ("#tk-text", "#tk-word"):

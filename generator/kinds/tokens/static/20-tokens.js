@@ -2,7 +2,8 @@
    compare (widget.html, from wordpiece.py). When the learner first focuses or types in "Your text"
    or "Word", this script adds the runtime's code (Labs.runtime.WordPiece, static/wordpiece.js of
    generator/runtime) and the model's vocabulary script, both classic scripts from
-   assets/runtime/<bundle id>/, then draws the same markup for what the learner typed. */
+   assets/runtime/<bundle id>/, then draws the same markup for what the learner typed.
+   State in the URL hash: #text=<your text>&word=<word>, each only where it differs from the built one. */
 (() => {
   "use strict";
   const root = document.getElementById("tokens");
@@ -127,11 +128,32 @@
     stepBox.replaceChildren(h("ol", { class: "tk-steps", id: "tk-steps" }, rows));
   }
 
+  // What the learner typed is kept in the address with replaceState (no history entry per
+  // keystroke), so a reload or a shared link opens on the same text and word; the built ones leave
+  // it bare. It is written as they type, whether or not the vocabulary has loaded.
+  const built = { text: text.value, word: word.value };
+  function keep() {
+    const p = new URLSearchParams();
+    if (text.value !== built.text) p.set("text", text.value);
+    if (word.value !== built.word) p.set("word", word.value);
+    const target = p.toString() ? "#" + p : "", ours = /^#(text|word)=/.test(location.hash);
+    try {
+      if ((target || ours) && target !== location.hash) history.replaceState(null, "", target || location.pathname + location.search);
+    } catch { /* an odd file:// policy: the text is still on the page */ }
+  }
+  // An address's text longer than the box takes is cut as typing would cut it (no half of a pair).
+  const fit = (s, box) => s.length > box.maxLength ? s.slice(0, box.maxLength).replace(/[\uD800-\uDBFF]$/, "") : s;
+  const saved = new URLSearchParams(location.hash.slice(1));
+  if (saved.has("text")) text.value = fit(saved.get("text"), text);
+  if (saved.has("word")) word.value = fit(saved.get("word"), word);
+
   const later = fn => () => load().then(fn, () => {});
   text.addEventListener("focus", later(() => {}));
   word.addEventListener("focus", later(() => {}));
   text.addEventListener("input", later(drawText));
   word.addEventListener("input", later(drawSteps));
+  text.addEventListener("input", keep);
+  word.addEventListener("input", keep);
   special.addEventListener("change", showSpecial);
   const bpeButton = $("tk-bpe-load");  // BPE beside WordPiece: its code (static/later/) and data load on this press
   if (bpeButton) bpeButton.addEventListener("click", () => {
@@ -145,5 +167,9 @@
   showSpecial();
   $("tk-nojs").remove();
   $("tk-load-hint").hidden = false;
+  // A text or word from the address is split as soon as the vocabulary is in.
+  if (text.value !== built.text || word.value !== built.word) {
+    later(() => { if (text.value !== built.text) drawText(); if (word.value !== built.word) drawSteps(); })();
+  }
   root.dataset.ready = "true";
 })();
