@@ -246,6 +246,8 @@ def test_the_map_names_every_pick_and_its_true_nearest_with_lines_and_group_colo
         border = page.locator("#em-map .em-pt").evaluate_all("els => els.map(e => getComputedStyle(e).borderTopColor)")
         assert [border[i] for i in range(len(items))] == [swatch[groups.index(it["group"])] for it in items]
         assert len(set(swatch)) == len(groups)
+        page.locator("#em-matrix").scroll_into_view_if_needed()  # its cells are drawn as it nears the screen
+        expect(page.locator("#em-matrix .em-c")).to_have_count(len(items) ** 2)
         strips = page.locator("#em-matrix .em-top").evaluate_all("els => els.map(e => getComputedStyle(e).boxShadow)")
         assert [strips[c].startswith(swatch[groups.index(items[j]["group"])]) for c, j in enumerate(data["order"])] == \
             [True] * len(items)  # the matrix's top strip: each column's group colour

@@ -1,6 +1,6 @@
 """What a learner tripped over (issue 25), in a real Chromium: the quiz's right answers in
 varying places, an option's text with <em> and <math> on one line, the quiz's "Set the dial"
-link showing the dial, and deep links that land and stay."""
+link showing the dial, deep links that land and stay, and nothing moving while a lab page draws itself."""
 
 from __future__ import annotations
 
@@ -256,3 +256,29 @@ def test_a_new_sentence_leaves_a_head_that_looks_for_nothing_in_it(page, shipped
     tops = page.evaluate("""[...document.querySelectorAll('#sl-multiples [data-head]')].map(b => b.textContent)""")
     coref = next(t for t in tops if "Coreference" in t)
     assert "all equal" in coref and "→" not in coref, tops
+
+
+# What moved between frames while the page drew itself: each layout shift's value and the elements it moved.
+SHIFTS = """window.__shifts = [];
+new PerformanceObserver(list => { for (const e of list.getEntries()) window.__shifts.push([e.value,
+  e.sources.map(s => s.node ? (s.node.id || s.node.className || s.node.nodeName) : "?")]); })
+  .observe({ type: "layout-shift", buffered: true });"""
+
+
+@pytest.mark.parametrize("lab", ["labs/attention/", "labs/embeddings/", "labs/next-token/", "labs/sampling/"])
+def test_nothing_on_a_lab_page_moves_while_its_scripts_draw_it_on_a_phone(browser, watch, shipped, lab):
+    """Lighthouse's layout shift, measured as it measures it (a phone's screen): the header's search
+    box keeps its place until its script shows it, and a lab's drawn widget starts where the text
+    shown without JavaScript started, so nothing above or below it moves."""
+    ctx = _watched_context(browser, watch, 412, 823, is_mobile=True, has_touch=True, device_scale_factor=1.75)
+    try:
+        p = ctx.new_page()
+        p.add_init_script(SHIFTS)
+        p.goto(shipped.url("http", lab))
+        expect(p.locator("[data-ready]").first).to_have_attribute("data-ready", "true")
+        p.wait_for_timeout(500)  # a shift is reported after the frame that made it
+        shifts = p.evaluate("window.__shifts")
+        assert not shifts, shifts
+    finally:
+        ctx.close()
+    assert not watch.problems, watch.problems

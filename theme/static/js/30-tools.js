@@ -7,7 +7,7 @@
   const u = Labs.util, box = document.querySelector("[data-search]"), copy = document.querySelector("[data-embed-code]");
   if (box) {
     const input = box.firstChild;
-    box.hidden = false;
+    box.removeAttribute("data-off");
     input.addEventListener("focus", () => box.dataset.search.split(" ").map(src => u.load(src).catch(() => {})), { once: true });
     addEventListener("keydown", ev => {
       const t = ev.target;

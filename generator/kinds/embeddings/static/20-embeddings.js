@@ -81,20 +81,29 @@
     const crosses = (b, list) => list.some(o => b[0] < o[2] && o[0] < b[2] && b[1] < o[3] && o[1] < b[3]);
     // The picked sentence and its true nearest first, so they always find room; then the rest.
     const first = [current, ...near], order = [...first, ...items.keys()].filter((i, k, a) => a.indexOf(i) === k);
+    // Each label's size as its sentence, and a neighbour's as its number: measured in two passes
+    // (two layouts of the page), not once per label and try.
+    const full = i => near.includes(i) ? `${near.indexOf(i) + 1}. ${short(items[i].text)}` : short(items[i].text);
+    const sized = (list, text, num) => {
+      list.forEach(i => {
+        const l = labels[i];
+        l.textContent = text(i);
+        l.hidden = false;
+        l.classList.toggle("is-near", near.includes(i));
+        l.classList.toggle("is-picked", i === current);
+        l.classList.toggle("is-num", num);
+      });
+      return new Map(list.map(i => [i, [labels[i].offsetWidth, labels[i].offsetHeight]]));
+    };
+    const asFull = sized(order, full, false), asNum = sized(near, i => `${near.indexOf(i) + 1}`, true);
     order.forEach(i => {  // greedy: beside, above, below; none free: no label
       const l = labels[i], rank = near.indexOf(i);
-      l.classList.toggle("is-near", rank >= 0);
-      l.classList.toggle("is-picked", i === current);
-      l.hidden = false;
       // A neighbour with no room for its sentence gets its number alone, which the list explains.
       // Relaxed, a label of this pick may cross another sentence's point, never a label or a point it names.
-      const full = rank >= 0 ? `${rank + 1}. ${short(items[i].text)}` : short(items[i].text), num = `${rank + 1}`;
-      const attempts = rank >= 0 ? [[full, false], [num, false], [num, true]] : i === current ? [[full, false], [full, true]] : [[full, false]];
+      const num = `${rank + 1}`;
+      const attempts = rank >= 0 ? [[full(i), false], [num, false], [num, true]] : i === current ? [[full(i), false], [full(i), true]] : [[full(i), false]];
       for (const [text, relaxed] of attempts) {
-        l.textContent = text;
-        l.classList.toggle("is-num", text === num);
-        l.classList.toggle("is-over", relaxed);
-        const w = l.offsetWidth, hh = l.offsetHeight, x = px(i), y = py(i);
+        const [w, hh] = (text === num ? asNum : asFull).get(i), x = px(i), y = py(i);
         const mid = Math.min(Math.max(x - w / 2, 0), W - w);  // centred on the point, kept inside the map
         const tries = [[x + 8, y - hh / 2], [x - 8 - w, y - hh / 2], [x - w / 2, y - 8 - hh], [x - w / 2, y + 8],
           [x + 4, y - 6 - hh], [x - 4 - w, y - 6 - hh], [x + 4, y + 6], [x - 4 - w, y + 6], [mid, y + 8], [mid, y - 8 - hh]];
@@ -106,6 +115,9 @@
           .find(b => b[0] >= 0 && b[2] <= W && b[1] >= 0 && b[3] <= H && !taken(b));
         if (spot) {
           boxes.push(spot);
+          l.textContent = text;
+          l.classList.toggle("is-num", text === num);
+          l.classList.toggle("is-over", relaxed);
           l.style.left = spot[0] + "px"; l.style.top = spot[1] + "px";
           return;
         }
@@ -149,20 +161,31 @@
   mx.setAttribute("aria-label", `Cosine similarity matrix of ${n} sentences`);
   const cells = [];
   const edge = r => r > 0 && items[order[r]].group !== items[order[r - 1]].group;  // a group's first row or column
-  order.forEach((i, r) => order.forEach((j, c) => {
-    // The first row and column carry the group colour of their column and row, as the legend does.
-    const strip = r === 0 ? ` em-top em-g${gi(items[j]) % 8}` : c === 0 ? ` em-left em-g${gi(items[i]) % 8}` : "";
-    const el = h("span", { class: `em-c${edge(r) ? " em-gt" : ""}${edge(c) ? " em-gl" : ""}${strip}`, "data-r": r, "data-c": c });
-    el.style.setProperty("--v", shade(data.S[i][j]) + "%");
-    cells.push(el);
-  }));
-  mx.append(...cells);
+  // The n² cells are most of the page's elements and of its first layout: they are drawn when the
+  // matrix nears the screen, or when the learner reaches it (focus, pointer) before that.
+  function drawCells() {
+    if (cells.length) return;
+    order.forEach((i, r) => order.forEach((j, c) => {
+      // The first row and column carry the group colour of their column and row, as the legend does.
+      const strip = r === 0 ? ` em-top em-g${gi(items[j]) % 8}` : c === 0 ? ` em-left em-g${gi(items[i]) % 8}` : "";
+      const el = h("span", { class: `em-c${edge(r) ? " em-gt" : ""}${edge(c) ? " em-gl" : ""}${strip}`, "data-r": r, "data-c": c });
+      el.style.setProperty("--v", shade(data.S[i][j]) + "%");
+      cells.push(el);
+    }));
+    mx.append(...cells);
+  }
+  if ("IntersectionObserver" in window) {
+    const near = new IntersectionObserver(es => { if (es.some(e => e.isIntersecting)) { near.disconnect(); drawCells(); } }, { rootMargin: "400px" });
+    near.observe(mx);
+  } else drawCells();
+  for (const type of ["focus", "pointerover", "pointerdown"]) mx.addEventListener(type, drawCells);
   $("em-scale-lo").textContent = f3(lo); $("em-scale-hi").textContent = f3(1);
   const starts = order.map((i, r) => r).filter(r => r === 0 || edge(r));
   $("em-groups").textContent = "Rows and columns, top to bottom and left to right: " + starts.map((r, k) =>
     `${gname(items[order[r]].group)} (${r + 1}–${(starts[k + 1] ?? n)})`).join(", ") + ". Home and End go to the row's ends.";
   let at = [0, 1];
   function show(r, c) {
+    drawCells();
     at = [r, c];
     cells.forEach(e => e.classList.remove("is-at"));
     cells[r * n + c].classList.add("is-at");
@@ -283,7 +306,6 @@
   nojs.hidden = true;
   app.hidden = false;
   select(start);
-  layout();
   window.addEventListener("resize", layout);
   root.dataset.ready = "true";
 })();
