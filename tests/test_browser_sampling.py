@@ -232,3 +232,31 @@ def test_an_address_naming_another_context_and_temperature_opens_on_its_numbers(
     words, parts = _rows(context, index)
     assert _shown(page) == dict(zip(words, [int(x) for x in decoding.shares(parts)], strict=True))
     expect(page.locator("#sa-summary")).to_have_text(f"All {context['vocab']:,} tokens stay in. The chances add up to 100%.")
+
+
+def test_when_the_dials_acts_cannot_load_the_page_says_so_and_tries_again(browser, watch, shipped):
+    """The dial's acts (sampling-dial.<hash>.js and .css) load when the learner first reaches for
+    the dial: if they cannot, the dial says it cannot change, and the next act tries again."""
+    watch.allow(r"Failed to load resource|net::ERR")
+    ctx = _watched_context(browser, watch)
+    try:
+        page = ctx.new_page()
+        blocked = re.compile(r".*/sampling-dial\.[0-9a-f]+\.(js|css)$")
+        page.route(blocked, lambda route: route.abort())
+        _open(page, shipped)
+        page.get_by_role("button", name="Sample the next word").click()
+        expect(page.locator("#sa-summary")).to_have_text("The dial's code did not load, so the dial cannot change.")
+        assert page.locator("#sa-history li").count() == 0
+        page.unroute(blocked)
+        page.get_by_role("button", name="Sample the next word").click()
+        expect(page.locator("#sa-history li")).to_have_count(1)
+        assert page.evaluate("Labs.test.sampling.state()")["drawn"] == decoding.draw(
+            _rows(*_default(shipped))[1], _data(shipped)["seed"], 1).tolist()
+    finally:
+        ctx.close()
+    assert not watch.problems, watch.problems
+
+
+def _default(shipped) -> tuple[dict, int]:
+    data = _data(shipped)
+    return next(c for c in data["contexts"] if c["id"] == data["default"]["context"]), data["default"]["t"]
