@@ -265,7 +265,7 @@ new PerformanceObserver(list => { for (const e of list.getEntries()) window.__sh
   .observe({ type: "layout-shift", buffered: true });"""
 
 
-@pytest.mark.parametrize("lab", ["labs/attention/", "labs/embeddings/", "labs/next-token/", "labs/sampling/"])
+@pytest.mark.parametrize("lab", ["labs/attention/", "labs/tokens/", "labs/embeddings/", "labs/next-token/", "labs/sampling/"])
 def test_nothing_on_a_lab_page_moves_while_its_scripts_draw_it_on_a_phone(browser, watch, shipped, lab):
     """Lighthouse's layout shift, measured as it measures it (a phone's screen): the header's search
     box keeps its place until its script shows it, and a lab's drawn widget starts where the text

@@ -166,7 +166,7 @@
   });
   showSpecial();
   $("tk-nojs").remove();
-  $("tk-load-hint").hidden = false;
+  $("tk-load-hint").removeAttribute("data-off");
   // A text or word from the address is split as soon as the vocabulary is in.
   if (text.value !== built.text || word.value !== built.word) {
     later(() => { if (text.value !== built.text) drawText(); if (word.value !== built.word) drawSteps(); })();
