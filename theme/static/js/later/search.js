@@ -116,6 +116,11 @@
       from `post`, scores only the documents `tests` keep, and finds which terms matched each one
       without lunr's match data. tests/test_search.py holds it to lunr's own query. */
   function* rank(index, post, build, tests) {
+    const { kept, score } = scores(index, post, build, tests), next = best(kept, score);
+    for (let d = next(); d >= 0; d = next()) yield [d, score[d]];
+  }
+  /** rank's work, in a plain function (V8 optimises a generator's loops less well). */
+  function scores(index, post, build, tests) {
     const { n, nf, start, doc, weight } = post, F = index.fields, W = Math.ceil(tests.length / 32) || 1;
     const query = new lunr.Query(F);
     build(query);
@@ -155,23 +160,30 @@
       for (const k of ks) for (let p = start[k * nf + f], end = start[k * nf + f + 1], v = q.get(k); p < end; p++) acc[doc[p]] += v * weight[p];
       for (const d of kept) score[d] += acc[d] / magnitude || 0;
     });
-    // lunr's order, drawn from a heap: by score, then as met (kept is in the order met).
-    const m = kept.length, heap = Int32Array.from({ length: m }, (_, i) => i);
+    return { kept, score };
+  }
+  /** The documents of `kept` (in the order lunr met them) by `score`, best first, as lunr's
+      stable sort orders them, one per call (-1 when done), drawn from a heap. */
+  function best(kept, score) {
+    const heap = new Int32Array(kept.length);
+    for (let i = 0; i < heap.length; i++) heap[i] = i;
     const above = (a, b) => score[kept[a]] > score[kept[b]] || score[kept[a]] === score[kept[b]] && a < b;
     const down = (i, size) => {
       for (let c = 2 * i + 1; c < size; i = c, c = 2 * i + 1) {
         if (c + 1 < size && above(heap[c + 1], heap[c])) c++;
         if (!above(heap[c], heap[i])) return;
-        [heap[i], heap[c]] = [heap[c], heap[i]];
+        const x = heap[i]; heap[i] = heap[c]; heap[c] = x;
       }
     };
-    for (let i = (m >> 1) - 1; i >= 0; i--) down(i, m);
-    for (let size = m; size > 0;) {
+    let size = heap.length;
+    for (let i = (size >> 1) - 1; i >= 0; i--) down(i, size);
+    return () => {
+      if (!size) return -1;
       const top = kept[heap[0]];
       heap[0] = heap[--size];
       down(0, size);
-      yield [top, score[top]];
-    }
+      return top;
+    };
   }
   Labs.code.searchRank = { wantedIn, clauses, matches, postings, rank };
 
