@@ -226,7 +226,14 @@
   }
   const pieces = text => text.split(/([\s\-]+)/);
   /** `text` as nodes, each word that matches a wanted word inside <mark>. */
-  const marked = (text, wanted) => pieces(text).flatMap(p => markPiece(p, wanted));
+  const marked = (text, wanted) => joined(pieces(text).flatMap(p => markPiece(p, wanted)));
+  /** `nodes` with each run of strings as one: one text node for the words between two marks, not
+      one a word (32 snippets of a word a node were two thousand boxes to lay out a keystroke). */
+  const joined = nodes => nodes.reduce((out, n) => {
+    if (typeof n === "string" && typeof out[out.length - 1] === "string") out[out.length - 1] += n;
+    else out.push(n);
+    return out;
+  }, []);
 
   /** The part of `text` around its first marked word, at most about 160 characters. Only the
       words up to the first match and the 160 characters after it are looked at: a section's text
@@ -246,7 +253,7 @@
       out.push(n);
       length += s.length;
     }
-    return out;
+    return joined(out);
   }
 
   /* ---------- the list ---------- */
