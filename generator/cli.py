@@ -7,6 +7,7 @@ Exit codes follow Click's convention: 0 success, 1 content or build errors (prin
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -17,6 +18,7 @@ from generator import __version__
 from generator.errors import BuildError, ContentError, SiteError, cap_per_file, display_path
 from generator.kinds import all_kinds
 from generator.model import Content
+from generator.sitefolder import Stopped
 
 
 def _out(message: str) -> None:
@@ -352,6 +354,22 @@ def parser() -> argparse.ArgumentParser:
             if command.get_default("func") is not None:
                 command.set_defaults(func=_with_loader(command.get_default("func")))
     return p
+
+
+def run() -> None:
+    """``labs`` and ``python -m generator``: :func:`main`. Stopped by Ctrl-C or SIGTERM, it leaves at once
+    once its cleanup is done: the interpreter's teardown (a loaded site freed object by object) can
+    take seconds of a loaded machine's CPU, which a stop within 2 s does not have."""
+    try:
+        code, stopped = main(), False
+    except Stopped as exc:
+        code, stopped = exc.code, True
+    if code != 130 and not stopped:  # 130: main's KeyboardInterrupt
+        sys.exit(code)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -144,23 +144,68 @@ def write_site(files: dict[str, bytes], output: Path, cancel: threading.Event | 
         write_files(tmp, files, cancel)
 
 
+# How many forks are under way in this process. Python runs os.fork's callbacks in the parent
+# (logging's lock, for one) as plain functions whose exceptions it prints and drops, so a stop
+# raised inside one would be lost, and raised before logging's lock is released, would leave it
+# held. Registered after logging and concurrent.futures are imported, so these are the outermost
+# callbacks: "before" runs first and "after" last.
+_forking = 0
+
+
+def _fork_begins() -> None:
+    global _forking
+    _forking += 1
+
+
+def _fork_ends() -> None:
+    global _forking
+    _forking -= 1
+
+
+def _forked() -> None:
+    global _forking
+    _forking = 0
+
+
+import concurrent.futures.process  # noqa: E402,F401  (its forks' callbacks must be inside ours)
+
+os.register_at_fork(before=_fork_begins, after_in_parent=_fork_ends, after_in_child=_forked)
+
+
+class Stopped(SystemExit):
+    """SIGTERM during a build, raised in the main thread: exit status 128 + 15."""
+
+
 class _Stopping:
     """While a site folder is open in the main thread: SIGTERM raises SystemExit(128 + 15) and
     Ctrl-C KeyboardInterrupt, as anywhere in Python, so the folder is removed on the way out;
     during the swap (:meth:`critical`) either waits until the swap is done. Once one has been
     raised, another is ignored: the build is stopping already, and a second exception in the
-    middle of its cleanup (ending the workers, removing the folder) would leave things behind."""
+    middle of its cleanup (ending the workers, removing the folder) would leave things behind.
 
-    # Once a stop has been raised, the way out (ending workers, removing the folder, the
-    # interpreter's own exit, which joins the process pool's threads) gets this long; then a
-    # thread removes the folder, kills this process's children and ends the process.
+    Python drops an exception raised where nothing can catch it (os.fork's callbacks, a
+    ``__del__``, a weakref callback) after printing it, and a signal's handler can run in any of
+    them. So a stop is never raised during a fork, and one that Python drops anyway is caught
+    by :func:`sys.unraisablehook`: in both cases the keeper thread sends the signal again, 20 ms
+    later, until it is raised where the build can act on it."""
+
+    # Once a stop is asked for, the way out (ending workers, removing the folder, the interpreter's
+    # own exit, which joins the process pool's threads) gets this long; then the keeper thread
+    # removes the folder, kills this process's children and ends the process.
     DEADLINE = 1.5  # seconds
+    AGAIN = 0.02  # seconds between a stop that could not be raised and the signal sent again
 
     def __init__(self) -> None:
         self.pending: int | None = None
         self.in_swap = False
         self.stopping = False
+        self.again = False  # the stop could not be raised, or was dropped: send the signal again
+        self.signum: int | None = None
+        self.active = True
+        self.keeper: threading.Thread | None = None
+        self.raised: BaseException | None = None
         self.previous: dict[int, object] = {}
+        self.previous_hook = None
         self.folder: Path | None = None  # the new site folder, once made
 
     def __enter__(self) -> _Stopping:
@@ -168,26 +213,53 @@ class _Stopping:
             self.previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, self._on_signal)
             if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not if someone else handles it
                 self.previous[signal.SIGINT] = signal.signal(signal.SIGINT, self._on_signal)
+            self.previous_hook, sys.unraisablehook = sys.unraisablehook, self._unraisable
         return self
 
     def __exit__(self, *exc) -> None:
+        self.active = False  # the keeper sends nothing more: the handlers are about to go
         for sig, handler in self.previous.items():
             signal.signal(sig, handler)
-        if self.pending is not None and exc[0] is None:
-            self._raise(self.pending)
+        if self.previous_hook is not None:
+            sys.unraisablehook = self.previous_hook
+        waiting = self.pending if self.pending is not None else self.signum if self.again else None
+        if waiting is not None and not isinstance(exc[1], (KeyboardInterrupt, SystemExit)):
+            self._raise(waiting)  # a stop that could not be raised yet is raised here, over any other error
 
     def _on_signal(self, signum: int, frame) -> None:
         if self.stopping:
             return
         if self.in_swap:
             self.pending = signum
-        else:
-            self.stopping = True
-            threading.Thread(target=self._deadline, args=(signum,), name="labs-stop-deadline", daemon=True).start()
-            self._raise(signum)
+            return
+        self.signum = signum
+        if self.keeper is None:  # the deadline counts from the first signal
+            self.keeper = threading.Thread(target=self._keep, args=(signum,), name="labs-stop-keeper", daemon=True)
+            self.keeper.start()
+        if _forking:
+            self.again = True
+            return
+        self.stopping = True
+        self._raise(signum)
 
-    def _deadline(self, signum: int) -> None:
-        time.sleep(self.DEADLINE)
+    def _unraisable(self, unraisable) -> None:
+        if self.raised is not None and unraisable.exc_value is self.raised:  # our stop, dropped
+            self.raised = None
+            self.stopping = False
+            self.again = True
+            return
+        self.previous_hook(unraisable)
+
+    def _keep(self, signum: int) -> None:
+        # The signals go to the main thread, the only one whose handler can raise the stop: a
+        # thread that took them would leave the main thread asleep in a wait.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        end = time.monotonic() + self.DEADLINE
+        while time.monotonic() < end:
+            time.sleep(self.AGAIN)
+            if self.again and self.active and not _forking:
+                self.again = False
+                os.kill(os.getpid(), signum)
         if self.in_swap:  # the swap finishes first; the folder is the site then
             return
         import multiprocessing
@@ -206,11 +278,9 @@ class _Stopping:
                 pass
         os._exit(130 if signum == signal.SIGINT else 128 + signum)
 
-    @staticmethod
-    def _raise(signum: int) -> None:
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise SystemExit(128 + signum)
+    def _raise(self, signum: int) -> None:
+        self.raised = KeyboardInterrupt() if signum == signal.SIGINT else Stopped(128 + signum)
+        raise self.raised
 
     @contextmanager
     def critical(self):

@@ -127,19 +127,24 @@ def lab_data(page: str | Path, *, text: bool = False):
 
 def spotlight_payload(site_folder: Path, slug: str) -> dict:
     """The lab's spotlight data as the learner's browser ends up with it: the page's embedded
-    JSON, with the heads of the other sentences merged in from the script it loads for them."""
+    JSON, with the other sentences' words, heads and notes, and what the heads do across two
+    sentences, merged in from the script it loads for them (one assignment a line)."""
     folder = Path(site_folder) / "labs" / slug
     payload = lab_data(folder / "index.html")
     lazy = payload.get("lazy")
     if lazy:
-        script = (folder / lazy["src"]).read_text(encoding="utf-8")
-        later = labs_data(script, "sentenceHeads")
-        notes = labs_data(script.split("\n", 1)[1], "sentenceNotes")  # the other sentences' notes, its second line
+        lines = (folder / lazy["src"]).read_text(encoding="utf-8").split("\n")
+        later, notes, cross, words = (labs_data(line, name) for line, name in
+                                      zip(lines, ("sentenceHeads", "sentenceNotes", "headsCross", "sentenceWords")))
         assert sorted(later) == lazy["ids"]
         for sentence in payload["sentences"]:
+            sentence.update(words.get(sentence["id"], {}))
             if sentence["heads"] is None:
                 sentence["heads"] = later[sentence["id"]]
             sentence.setdefault("note", notes.get(sentence["id"], ""))
+        for head in payload["heads"]:
+            if head["id"] in cross:
+                head.setdefault("cross", cross[head["id"]])
     return payload
 
 

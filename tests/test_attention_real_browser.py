@@ -100,6 +100,12 @@ def test_cancel_leaves_the_designed_heads_working(page, shipped):
     _show(page)
     cancel = page.get_by_role("button", name="Cancel")
     expect(cancel).to_be_visible()
+    # The bytes so far are text beside the bar, not only its aria-valuetext.
+    amount = page.locator("#sl-own-load .sl-own-mb")
+    expect(amount).to_have_text(re.compile(r"^[\d.]+ MB of [\d.]+ MB$"), timeout=30_000)
+    expect(amount).to_be_visible()
+    assert page.evaluate("""() => { const b = document.querySelector("#sl-own-load progress");  // one moment: the download goes on
+        return b.getAttribute("aria-valuetext") === b.parentNode.querySelector(".sl-own-mb").textContent; }""")
     cancel.click()
     expect(page.locator(".sl-own-msg")).to_have_text(re.compile("cancelled; the designed heads still work"))
     expect(cancel).to_be_hidden()
@@ -192,8 +198,9 @@ def test_the_choice_and_its_download_note_fit_a_phone(browser, watch, shipped):
         page = ctx.new_page()
         open_lab(page, shipped, "http")
         page.get_by_label("Your sentence", exact=True).focus()
-        # The choice is drawn by own-ui.js, which the focus loads: wait for it, as a reader sees it appear.
-        expect(page.get_by_label(re.compile("the designed heads"))).to_be_visible(timeout=30_000)
+        # The choice is in the page; the focus loads the code (own-ui.js) that acts on it.
+        expect(page.get_by_label(re.compile("the designed heads"))).to_be_visible()
+        page.wait_for_function("() => !!window.Labs.code.own", timeout=30_000)
         page.keyboard.press("Tab")  # from the box to the choice: the radios are one Tab stop, on the checked one
         expect(page.get_by_label(re.compile("the designed heads"))).to_be_focused()
         page.keyboard.press("ArrowDown")  # the arrow keys pick

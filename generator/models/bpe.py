@@ -134,8 +134,11 @@ class Encoding:
 # ---- reading a GGUF's tokenizer -------------------------------------------------------------------
 
 
+@lru_cache(maxsize=2)
 def tokenizer_from_gguf(gg) -> BPETokenizer:
-    """The tokenizer of a :class:`~generator.models.gguf_io.GGUFFile`.
+    """The tokenizer of a :class:`~generator.models.gguf_io.GGUFFile`, built once per parsed file
+    (:func:`~generator.models.gguf_io.read_gguf` gives one parse per file, and a build asks for
+    the tokenizer from the page's engine and from lab 03; building its tables costs about 0.13 s).
 
     Raises :class:`BuildError` naming the file: not a byte-level BPE (``tokenizer.ggml.model`` is
     not ``gpt2``), a pre-tokenizer this module does not know, missing or inconsistent token

@@ -138,11 +138,46 @@ def lab_pool(content_dir: Path, n_labs: int | None = None, initializer: Callable
     try:
         # Chunks of at most 8 labs: a worker that draws the last chunk keeps the build waiting for at
         # most 8 labs, not a quarter of its share.
-        yield lambda fn, items: pool.map(fn, items, chunksize=max(1, min(8, n_labs // (workers * 4))))
+        yield lambda fn, items: _woken_map(pool, fn, items, max(1, min(8, n_labs // (workers * 4))))
     except BaseException:  # a signal, or a lab's mistake raised: nothing more the workers do is wanted
         end_workers(pool, set(multiprocessing.active_children()) - before)
         raise
     pool.shutdown(wait=True)
+
+
+WAKE = 0.1  # seconds: how often a build waiting for its workers looks for a signal
+
+
+def _chunk(fn: Callable, items: list) -> list:
+    return [fn(item) for item in items]
+
+
+def _woken_map(pool: ProcessPoolExecutor, fn: Callable, items, chunksize: int):
+    """``pool.map(fn, items, chunksize=chunksize)``, whose waits wake every :data:`WAKE` seconds.
+
+    Python runs a signal's handler in the main thread, between two steps of its bytecode. The
+    kernel may hand SIGTERM or Ctrl-C to any thread of the process (the pool's own, a BLAS one);
+    Python's C handler then only marks the signal, and a main thread asleep on a result that
+    nothing wakes would not see it until a worker finished its chunk of labs, which can take
+    minutes. Woken every 0.1 s, it runs the handler within that."""
+    items = list(items)
+    futures = [pool.submit(_chunk, fn, items[i:i + chunksize]) for i in range(0, len(items), chunksize)]
+
+    def results():
+        try:
+            for future in futures:
+                while True:
+                    try:
+                        chunk = future.result(timeout=WAKE)
+                    except TimeoutError:
+                        continue
+                    break
+                yield from chunk
+        finally:
+            for future in futures:
+                future.cancel()
+
+    return results()
 
 
 def end_workers(pool: ProcessPoolExecutor, started: set | frozenset = frozenset()) -> None:

@@ -147,12 +147,19 @@ class AttentionKind(LabKind):
                           for hid, H in s["heads"].items()} for s in sentences}
         # The other sentences' notes travel with their heads: shown only once those have loaded.
         notes = {s["id"]: s["note"] for s in sentences if s["id"] != default and s.get("note")}
-        script = lazy_script("sentences.js", "sentenceHeads", full)[1] + lazy_script("notes.js", "sentenceNotes", notes)[1]
+        # What a head does across two sentences is said only of a cross sentence: it travels with
+        # their numbers too, unless the page opens on one.
+        opens_cross = any(s["id"] == default and s["kind"] == "cross" for s in sentences)
+        cross = {} if opens_cross else {m["id"]: m["cross"] for m in payload["heads"] if m.get("cross")}
+        # The other sentences' words too: until they come, the Sentence list needs only their labels.
+        words = {s["id"]: {k: s[k] for k in _WORD_FIELDS if k in s} for s in sentences if s["id"] != default}
+        script = (lazy_script("sentences.js", "sentenceHeads", full)[1] + lazy_script("notes.js", "sentenceNotes", notes)[1]
+                  + lazy_script("cross.js", "headsCross", cross)[1] + lazy_script("words.js", "sentenceWords", words)[1])
         name = fingerprint("sentences.js", script)
         files[name] = script
         payload["lazy"] = {"src": name, "ids": sorted(full)}
         payload["sentences"] = [
-            {**{k: v for k, v in s.items() if k not in ("residual", "heads") and (k != "note" or s["id"] == default)},
+            {**{k: v for k, v in s.items() if k not in ("residual", "heads", "note", *_WORD_FIELDS) or s["id"] == default and k != "residual"},
              "heads": {hid: _first_paint(H, s["kind"]) for hid, H in s["heads"].items()} if s["id"] == default else None}
             for s in sentences]
         # What the four moves alone read of each head (its dimensions, its bias explained) and the
@@ -161,7 +168,8 @@ class AttentionKind(LabKind):
                    "residual_dims": payload.pop("residual_dims")}
         name, files[name] = lazy_script("head-details.js", "headDetails", details)
         payload["details"] = {"src": name}
-        payload["heads"] = [{k: v for k, v in m.items() if k not in _DETAIL_FIELDS} for m in payload["heads"]]
+        payload["heads"] = [{k: v for k, v in m.items() if k not in _DETAIL_FIELDS and not (k == "cross" and cross)}
+                            for m in payload["heads"]]
         real = payload.get("real")
         if real:
             # One script per sentence: opening the model view on a sentence fetches that sentence's
@@ -256,6 +264,8 @@ class AttentionKind(LabKind):
 
 # What the first paint reads of the default sentence's heads; the rest comes with sentences.js.
 _FIRST_PAINT_FIELDS = ("weights", "weights_unscaled", "pct", "pct_unscaled")
+# What the page embeds of the default sentence only; the others' come with sentences.js.
+_WORD_FIELDS = ("queries", "keys", "key_label", "query", "roles_k")
 # What only the four moves read of a head's description (head-details.js).
 _DETAIL_FIELDS = ("q_dims", "k_dims", "v_dims", "o_dims", "bias")
 

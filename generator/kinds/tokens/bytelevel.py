@@ -14,7 +14,6 @@ emoji is the bytes its tokens hold.
 
 from __future__ import annotations
 
-import functools
 import gzip
 from pathlib import Path
 from typing import Any
@@ -42,20 +41,10 @@ def missing_note(name: str) -> str:
             f"and questions are not checked; run `{store.fetch_command(name)}` and build again")
 
 
-def _stamp(path: Path) -> tuple:
-    stat = path.stat()
-    return (stat.st_size, stat.st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=2)
-def _read(path: Path, stamp: tuple) -> bpe.BPETokenizer:
-    return bpe.tokenizer_from_gguf(gguf_io.read_gguf(path))
-
-
 def tokenizer(path: str | Path) -> bpe.BPETokenizer:
-    """The GGUF's tokenizer, read once per process while the file stays the same."""
-    path = Path(path).resolve()
-    return _read(path, _stamp(path))
+    """The GGUF's tokenizer: the one the page's engine and the NumPy decoder use, read once per
+    process while the file stays the same (:func:`generator.models.gguf_io.read_gguf`)."""
+    return bpe.tokenizer_from_gguf(gguf_io.read_gguf(Path(path)))
 
 
 def count(text: str, tok: bpe.BPETokenizer) -> Counted:

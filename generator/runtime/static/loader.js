@@ -324,17 +324,33 @@
     }, function (error) { inner.abort(); throw error; });
   };
 
+  // The bytes so far as text beside a progress bar, so that every reader sees what the bar shows
+  // (aria-valuetext alone reaches screen readers only): made once, after the bar.
+  function amountBeside(bar) {
+    var next = bar.nextElementSibling;
+    if (next && next.className === "rt-mb") return next;
+    var span = document.createElement("span");
+    span.className = "rt-mb";
+    bar.parentNode.insertBefore(span, bar.nextSibling);
+    return span;
+  }
+  function megabytes(bytes) { return (bytes / 1e6).toFixed(1); }
+
   // A lab's "Load the model" button, the same in every lab that offers one: the button gives way
-  // to Cancel and a byte progress bar, `ui.status` says what happens; resolves with the model, or
-  // with null once the status says why not (cancelled, or the loader's plain message and that
-  // `ui.still` — the part of the page that still works — does).
+  // to Cancel and a byte progress bar with its MB as text, `ui.status` says what happens; resolves
+  // with the model, or with null once the status says why not (cancelled, or the loader's plain
+  // message and that `ui.still` — the part of the page that still works — does). A cancel puts
+  // the keyboard back on the load button, where it was before.
   runtime.loadShown = function (ui, options) {
-    var abort = new AbortController();
+    var abort = new AbortController(), amount = amountBeside(ui.bar);
     ui.load.hidden = true; ui.cancel.hidden = false; ui.bar.hidden = false; ui.bar.value = 0;
+    amount.hidden = false; amount.textContent = "";
     ui.status.textContent = "Loading the model…";
     ui.cancel.onclick = function () { abort.abort(); };
     return runtime.load(Object.assign({}, options, { signal: abort.signal, onProgress: function (got, total) {
       ui.bar.max = total || 1; ui.bar.value = got;
+      amount.textContent = " " + megabytes(got) + " of " + megabytes(total) + " MB";
+      ui.bar.setAttribute("aria-valuetext", amount.textContent.trim());
     } })).catch(function (err) {
       // The loader's own messages are whole sentences; offline, the connection is the cause whatever failed.
       var said = navigator.onLine === false ? "The model could not be loaded: this device is offline, so its files could not "
@@ -342,8 +358,9 @@
       ui.status.textContent = abort.signal.aborted ? "Cancelled. Nothing more is downloaded."
         : /\.$/.test(said) ? said + " " + ui.still : "The model could not be loaded" + (said ? ": " + said : "") + ". " + ui.still;
       ui.load.hidden = false;
+      if (document.activeElement === ui.cancel) ui.load.focus(); // Cancel is about to go
       return null;
-    }).finally(function () { ui.cancel.hidden = true; ui.bar.hidden = true; });
+    }).finally(function () { ui.cancel.hidden = true; ui.bar.hidden = true; amount.hidden = true; });
   };
 
   // What static/loader-encoder.js and static/loader-decoder.js build on (and a later architecture

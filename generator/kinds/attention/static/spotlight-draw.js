@@ -58,7 +58,8 @@
     paths.forEach((p, j) => {
       const to = geo.kc[j], w = v.weights[j], show = from && to && !v.masked[j] && !v.hidden[j] && w > 0.004;
       const self = !v.cross && j === v.q;
-      set(p, "d", !show ? "" : geo.wrapped ? wrappedPath(from, to, self, v.cross, geo.lift) : linkPath(from[0], to[0], v.cross, self, geo.arcH));
+      if (!show) return p.getAttribute("d") && set(p, "d", ""); // not drawn, as before: nothing to write
+      set(p, "d", geo.wrapped ? wrappedPath(from, to, self, v.cross, geo.lift) : linkPath(from[0], to[0], v.cross, self, geo.arcH));
       set(p, "stroke-width", (0.75 + 11 * w).toFixed(2));
       set(p, "opacity", Math.min(1, 0.12 + 1.6 * w).toFixed(3));
     });
@@ -69,26 +70,46 @@
   function labels(texts, v, geo) {
     texts.forEach((t, j) => {
       const at = geo.wrapped && geo.kc[j], text = at && !v.masked[j] && !v.hidden[j] ? v.pct[j] + "%" : "";
-      t.textContent = text;
-      if (at) set(t, "x", at[0]), set(t, "y", at[2] + 13);
+      if (t.textContent !== text) t.textContent = text;
+      if (at && t.getAttribute("x") !== String(at[0])) set(t, "x", at[0]), set(t, "y", at[2] + 13);
+    });
+  }
+
+  /** The words for view v: the query pressed (was: the one pressed before; -1, just built: every
+      button then gets its Tab stop), masked future words, keys shaded by weight. Only what changed
+      is written: a click on a long sentence must not restyle all of it. */
+  function words(qButtons, kWords, v, was) {
+    const q = v.q;
+    for (const [i, on] of [[was, false], [q, true]]) if (qButtons[i]) set(qButtons[i], "aria-pressed", on), qButtons[i].tabIndex = on ? 0 : -1;
+    if (was < 0) qButtons.forEach((b, i) => { b.tabIndex = i === q ? 0 : -1; }); // one Tab stop
+    qButtons.forEach((b, i) => b.classList.contains("is-masked") !== !!v.masked[i] && b.classList.toggle("is-masked"));
+    kWords.forEach((w, j) => {
+      const x = String(v.masked[j] ? 0 : v.weights[j]);
+      if (w.style.getPropertyValue("--w") !== x) w.style.setProperty("--w", x);
     });
   }
 
   /** The readout table for view v: its caption, a row per key ({tr, pct, fill, tag}) and the
-      footer (the total, and what the hidden special tokens take when they are hidden). */
+      footer (the total, and what the hidden special tokens take when they are hidden). Only what
+      changed is written (a row remembers what it shows), so a click on a long sentence stays cheap. */
   function readout(caption, rows, foot, v) {
     const { h, sum } = window.Labs.util, q = v.q;
     caption.textContent = `Where “${v.word}” looks — ${v.name}` + (v.cross ? ", in the " + (v.S.key_label || "other sentence") : "") +
       (v.real || v.scale ? "" : " (no ÷√d)");
     rows.forEach((r, j) => {
-      const self = !v.cross && j === q;
+      const self = !v.cross && j === q, shown = [v.pct[j], v.weights[j], self, !!v.masked[j]].join();
+      if (r.shown === shown) return;
+      r.shown = shown;
       r.pct.textContent = v.pct[j] + "%";
-      r.fill.style.width = (v.weights[j] * 100).toFixed(1) + "%";
+      r.fill.style.transform = `scaleX(${v.weights[j].toFixed(3)})`; // scaled, not sized: nothing is laid out again
       r.tr.classList.toggle("is-query", self);
       r.tr.classList.toggle("is-masked", !!v.masked[j]);
       r.tag.textContent = v.masked[j] ? "masked" : self ? "itself" : "";
     });
     const hiddenNames = [...new Set(v.keys.filter((k, j) => v.hidden[j]))], hiddenPct = sum(v.pct.filter((p, j) => v.hidden[j]));
+    const said = [hiddenNames, hiddenPct, sum(v.pct)].join("|");
+    if (foot.said === said) return;
+    foot.said = said;
     const row = (label, pct, cls) => h("tr", { class: cls }, [h("th", { scope: "row" }, [label]), h("td", { class: "sl-pct" }, [pct + "%"]), h("td")]);
     foot.replaceChildren(...(hiddenNames.length ? [row("Shown", 100 - hiddenPct), row("Hidden " + hiddenNames.join(", "), hiddenPct, "sl-hidden-row")] : []),
       row("Total", sum(v.pct), "sl-total"));
@@ -102,5 +123,5 @@
         (causal ? ` The causal mask keeps ${nq * (nq + 1) / 2} of them; the rest are never used.` : "");
   }
 
-  ((window.Labs ||= {}).code ||= {}).spotlightDraw = Object.freeze({ top, linkPath, wrappedPath, links, labels, bars, readout, cost });
+  ((window.Labs ||= {}).code ||= {}).spotlightDraw = Object.freeze({ top, linkPath, wrappedPath, links, labels, words, bars, readout, cost });
 })();

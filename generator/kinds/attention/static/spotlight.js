@@ -42,29 +42,30 @@
   const parseReal = id => /^L(\d+)H(\d+)$/.exec(id)?.slice(1).map(Number); // [layer, head] or undefined
 
   /* Files beside the page, added on demand: where it is, what the status line calls it, what the
-     learner does to try again, whether it is here, what runs once it is, and which file must be
-     here before that (`needs`). */
-  const file = (src, what, again, here, done, needs) => ({ src, what, again, here, done, needs });
+     learner does to try again, whether it is here, what runs once it is, and what must be here
+     before that: a file of LAZY or a stylesheet (`needs`: its key or URL, up to two). */
+  const file = (src, what, again, here, done, ...needs) => ({ src, what, again, here, done, needs });
   const LAZY = {
     sentenceHeads: file(data.lazy?.src, "this sentence's numbers", "pick it", () => got.sentenceHeads, () => {
       // The default sentence's embedded heads carry only what the first paint reads.
       for (const S of data.sentences) {
+        Object.assign(S, got.sentenceWords?.[S.id]); // the other sentences' words come with their numbers
         if (!full(S)) S.heads = got.sentenceHeads[S.id] || S.heads;
         S.note ??= got.sentenceNotes?.[S.id] || ""; // the other sentences' notes come with their heads
       }
+      for (const m of data.heads) m.cross ??= got.headsCross?.[m.id]; // and what each head does across two sentences
     }),
     headFinder: file(real?.finder_src, "the head finder", "open the model view", () => got.headFinder),
     headDetails: file(data.details?.src, "the step-by-step numbers", "try", () => got.headDetails, () => {
       for (const m of data.heads) Object.assign(m, got.headDetails.heads[m.id]);
       data.residual_dims = got.headDetails.residual_dims;
     }),
-    spotlightMore: file(data.more?.src, "the step-by-step numbers", "try", () => code.spotlightMore, () => {
-      more = code.spotlightMore;
-      u.load(data.more.css).catch(() => {}); // the model view's styles (without them it still reads)
-    }),
+    // With its styles (the numbers' tables, the model view): what it draws never shows unstyled; without them it still reads.
+    spotlightMore: file(data.more?.src, "the step-by-step numbers", "try", () => code.spotlightMore, () => { more = code.spotlightMore; }, data.more?.css),
     // Later modules: each gets the door and its own files once its script has run. One that sets
-    // "your sentence" needs spotlight-more.js, which checks the sentence.
-    own: file(data.own?.src, "the sentence tool", "try", () => code.own, () => begin(code.own, data.own), "spotlightMore"),
+    // "your sentence" needs spotlight-more.js, which checks the sentence, and the sentences' file
+    // (what the designed heads do across two sentences).
+    own: file(data.own?.src, "the sentence tool", "try", () => code.own, () => begin(code.own, data.own), "spotlightMore", "sentenceHeads"),
     pattern: file(data.pattern?.src, "the pattern view", "open it", () => code.pattern, () => begin(code.pattern, data.pattern))
   };
   // The real model's attention: one script per sentence (data.real.srcs), key "realHeads:<id>".
@@ -86,7 +87,8 @@
     const f = LAZY[key];
     if (!scripts[key]) {
       busy(1, quiet ? null : `Loading ${f.what}…`);
-      scripts[key] = Promise.all([u.load(f.src), f.needs && fetched(f.needs, true)]).then(() => {
+      const need = n => n && (LAZY[n] ? fetched(n, true) : u.load(n).catch(() => {})); // a stylesheet may fail: the text still reads
+      scripts[key] = Promise.all([u.load(f.src), ...f.needs.map(need)]).then(() => {
         if (!f.here()) throw Error(f.src);
         f.done?.();
         f.ready = true;
@@ -212,7 +214,7 @@
 
   /* ---------- structure: rebuilt when the sentence or the token set changes ---------- */
 
-  let built = "", geo = {}, qButtons = [], kWords = [], rows = [], paths = [], texts = [], minis = [], cells = [];
+  let built = "", geo = {}, qButtons = [], kWords = [], rows = [], paths = [], texts = [], minis = [], cells = [], pressedQ = -1;
   const button = (attrs, kids) => h("button", { type: "button", ...attrs }, kids);
   const option = (value, text) => h("option", { value }, [text]);
 
@@ -240,6 +242,7 @@
     texts = v.keys.map(() => h("text", null, null, u.SVG));
     el.arcs.querySelector(".sl-links").replaceChildren(...(cross ? [] : [...paths, ...texts]));
     el.band.querySelector(".sl-links").replaceChildren(...(cross ? [...paths, ...texts] : []));
+    pressedQ = -1;
     rows = v.keys.map((w, j) => {
       const r = { pct: h("td", { class: "sl-pct" }), fill: h("span"), tag: h("span", { class: "sl-tag" }) };
       r.tr = h("tr", { "data-index": j, hidden: v.hidden[j] }, [h("th", { scope: "row" }, [w, " ", r.tag]), r.pct, // " ": "mat itself", not "matitself"
@@ -372,11 +375,13 @@
   let descText = "", printing = false, lineAt = 0, lineFrame = 0;
   function paint() {
     const v = view(), S = v.S, q = state.q, causal = S.kind === "causal";
-    const set = (node, attr, value) => node.setAttribute(attr, value);
+    // Only what changed is written: a click on a long sentence must not restyle all of it.
+    const set = (node, attr, value) => node.getAttribute(attr) !== String(value) && node.setAttribute(attr, value);
+    const text = (node, value) => node.textContent !== value && (node.textContent = value);
 
     // Controls.
-    el.sentence.value = state.s;
-    el.head.value = state.h;
+    if (el.sentence.value !== state.s) el.sentence.value = state.s;
+    if (el.head.value !== state.h) el.head.value = state.h;
     el.scale.checked = state.scale;
     set(el.scale, "aria-checked", state.scale);
     el.scale.disabled = v.real;
@@ -391,12 +396,8 @@
     }
 
     // Words: the query, shading by weight, masked future words; links whose width and opacity grow with the weight.
-    qButtons.forEach((b, i) => {
-      set(b, "aria-pressed", i === q);
-      b.tabIndex = i === q ? 0 : -1;
-      b.classList.toggle("is-masked", !!v.masked[i]);
-    });
-    kWords.forEach((w, j) => w.style.setProperty("--w", v.masked[j] ? 0 : v.weights[j]));
+    draw.words(qButtons, kWords, v, pressedQ);
+    pressedQ = q;
     const from = geo.qc[q];
     // The query in view on a line that scrolls (one word wider than the stage): at the next frame,
     // when the layout these writes need is done anyway (a scrollLeft write here would force one more).
@@ -412,20 +413,20 @@
         (/look ahead/i.test(S.note) ? "." : " — a decoder can't look ahead."));
     }
     if (v.real) notes.push(said.hidden);
-    el.note.textContent = notes.join(" ").trim();
+    text(el.note, notes.join(" ").trim());
 
     // Readout table.
     draw.readout(el.caption, rows, el.readout.tFoot, v);
 
     // The quadratic cost.
-    el.cost.textContent = v.real ? said.cost : draw.cost(v.queries.length, v.keys.length, v.cross, causal);
+    text(el.cost, v.real ? said.cost : draw.cost(v.queries.length, v.keys.length, v.cross, causal));
 
     // Small multiples (teaching heads, same word) and the model grid.
     const tq = v.real ? toTeach(q) : q;
     for (const m of minis) {
       const [w, pct] = rowOf(S.heads[m.id], tq);
       set(m.button, "aria-pressed", !v.real && m.id === state.h);
-      m.top.textContent = Math.max(...w) - Math.min(...w) < 1e-6 ? "all equal" : "→ " + draw.top(S.keys, pct, 1); // a flat row has no winner
+      text(m.top, Math.max(...w) - Math.min(...w) < 1e-6 ? "all equal" : "→ " + draw.top(S.keys, pct, 1)); // a flat row has no winner
       draw.bars(m.canvas, w, v.cross ? -1 : tq, geo.colors);
     }
     for (const c of cells) set(c.button, "aria-pressed", c.id === state.h);
@@ -433,23 +434,13 @@
     if (el.model.open && hasReal(state.s) && !realOf(state.s)) withScript(realKey(state.s), drawGrid, true);
     else requestAnimationFrame(drawGrid);
 
-    // Under the hood: the four moves with this word's numbers (all four when printing).
-    el.hoodTitle.textContent = `Step by step: the numbers for “${v.word}”`;
-    el.steps.hidden = el.prevStep.parentNode.hidden = v.real;
-    STEPS.forEach((b, i) => i === state.step ? set(b, "aria-current", "step") : b.removeAttribute("aria-current"));
-    el.prevStep.disabled = state.step === 0;
-    el.nextStep.disabled = state.step === 3;
-    // The tables are built once the part is near the screen and its code and numbers are here.
-    if (v.real) el.step.replaceChildren(said.hood);
-    else if (parts.hood && more && got.headDetails && full(S)) {
-      el.step.replaceChildren(...(printing ? [0, 1, 2, 3] : [state.step]).map(s => h("div", { "data-step": s },
-        [h("h4", null, [`${s + 1}. ${STEPS[s].textContent}`]), ...more.hood(v, s)])));
-    } else {
-      el.step.replaceChildren(h("p", { class: "sl-hint" }, [parts.hood ? "Loading the numbers…" : ""]));
-      if (parts.hood) loadHood();
-    }
+    // Under the hood: the four moves with this word's numbers (spotlight-more.js), once the part is near the screen.
+    const ready = !!got.headDetails && full(S);
+    if ((parts.hood || v.real) && more) more.paintHood(el, STEPS, v, v.real && said.hood, printing, ready);
+    else if (parts.hood) el.step.textContent = "Loading the numbers…";
+    if (parts.hood && !v.real && !(more && ready)) loadHood();
     for (const m of started) m.paint?.(v);
-    if (!loading) root.dataset.ready = "true";
+    if (!loading && root.dataset.ready !== "true") root.dataset.ready = "true";
     if (!root.hasAttribute("data-started")) root.setAttribute("data-started", ""); // drops the reserved height
   }
 
@@ -467,11 +458,12 @@
   }
 
   /* The model grid's thumbnails are pictures only (each button has its name): drawn when the
-     model view is open and the real heads are here, again only when the query or size changed. */
-  let gridDrawn = "";
+     model view is open, on screen and the real heads are here, again only when the query or size changed. */
+  let gridDrawn = "", gridSeen = false;
+  new IntersectionObserver(([e]) => { gridSeen = e.isIntersecting; drawGrid(); }).observe(el.grid);
   function drawGrid() {
     const R = realOf(state.s);
-    if (!cells.length || !R || !el.model.open) return;
+    if (!cells.length || !R || !el.model.open || !gridSeen) return;
     const rq = parseReal(state.h) ? state.q : toReal(state.q), px = Math.max(1, Math.round(cells[0].button.clientWidth * geo.dpr));
     const sig = `${state.s}|${rq}|${px}`;
     if (sig === gridDrawn) return;

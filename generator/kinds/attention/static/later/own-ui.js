@@ -15,18 +15,16 @@
   // Every designed head's description: a lab may show fewer heads than your sentence is computed with.
   const HEAD_META = T.heads.map(hd => ({ id: hd.id, name: hd.name, description: hd.description, bias: hd.bias, cross: hd.cross,
     q_dims: hd.q_dims, k_dims: hd.k_dims, v_dims: hd.v_dims, o_dims: hd.o_dims }));
-  const ui = {}; // what this module adds to the form: the choice of model (ownDesigned, ownReal) and the real model's panel (ownLoad)
+  const ui = {}; // the form's choice of model (ownDesigned, ownReal, in the page) and what this module adds: the real model's panel (ownLoad)
   let door = null, box = null, msg = null, chips = null, current = null, files = null, realP = null;
 
   function start(d, f) {
     door = d;
     files = f || {};
     const { el } = door;
-    // The choice of model and the real model's panel: made here, not in the page, to keep them off the first visit.
-    const radio = (id, value, text) => h("label", null, [ui[id] = h("input", { type: "radio", name: "sl-own-which", id: "sl-own-" + value, value }), text]);
-    el.ownText.parentNode.after(h("fieldset", { class: "sl-field sl-own-which" }, [h("legend", null, ["Computed by"]),
-      radio("ownDesigned", "designed", " the designed heads (instant)"), radio("ownReal", "real", " the real model, MiniLM (a download)")]));
-    ui.ownDesigned.checked = true;
+    // The choice is in the page (the learner may pick before this code is here); the real model's panel is made here, off the first visit.
+    ui.ownDesigned = el.ownDesigned;
+    ui.ownReal = el.ownReal;
     ui.ownLoad = h("div", { class: "sl-own-more", id: "sl-own-load", hidden: "" });
     el.ownGo.after(ui.ownLoad);
     msg = h("p", { class: "sl-own-msg", role: "status" });

@@ -66,7 +66,7 @@
   /** Each thumbnail (cells, from grid()) drawn px square: where the model's word rq looks in that head (R: the attention, per mille). */
   function drawGrid(cells, R, rq, px, colors, bars) {
     for (const c of cells) {
-      c.canvas.width = c.canvas.height = px;
+      if (c.canvas.width !== px) c.canvas.width = c.canvas.height = px; // a new size lays the page out again
       bars(c.canvas, R.attention[c.L][c.H][rq].map(x => x / 1000), rq, colors);
     }
   }

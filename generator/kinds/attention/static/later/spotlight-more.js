@@ -2,8 +2,9 @@
    (data.more.src, one of the kind's shared files) the first time a learner opens or scrolls near
    the four moves, opens the model view, downloads the view, or starts a module that sets "your
    sentence". Functions of what they are given (a view: what spotlight.js's view() returns), which
-   return nodes, a figure or a sentence and change nothing of the spotlight's.
-   Labs.code.spotlightMore = { hood(view, step), figure(view, caption, label), download(view, caption, type, done),
+   return nodes, a figure or a sentence and change nothing of the spotlight's, but paintHood, which
+   spotlight.js's paint() calls to write the four moves' part.
+   Labs.code.spotlightMore = { hood(view, step), paintHood(el, steps, view, real, printing, ready), figure(view, caption, label), download(view, caption, type, done),
      realHead(view, model), modelIntro(model, read, inBrowser), finder(reports, label), finderIntro(),
      ownSentence(sentence, pageHeads, model) }, and the model view's parts (spotlight-model.js, bundled after it). */
 (() => {
@@ -337,6 +338,21 @@
     return { label: "Your sentence", note: "", key_label: "", own: "", ...S, id: "own", kind, heads, real: R, queries, keys, extra };
   }
 
+  /** The four moves' part of the spotlight for view v (el: its elements, steps: the four move
+      buttons): the title, the move shown (v.step; all four when printing) with this word's numbers
+      once they are here (ready), or for a real head the paragraph `real` instead. */
+  function paintHood(el, steps, v, real, printing, ready) {
+    const title = `Step by step: the numbers for “${v.word}”`;
+    if (el.hoodTitle.textContent !== title) el.hoodTitle.textContent = title;
+    if (el.steps.hidden !== !!real) el.steps.hidden = el.prevStep.parentNode.hidden = !!real;
+    steps.forEach((b, i) => i === v.step ? b.setAttribute("aria-current", "step") : b.removeAttribute("aria-current"));
+    el.prevStep.disabled = v.step === 0;
+    el.nextStep.disabled = v.step === 3;
+    if (real) return el.step.textContent !== real.textContent && el.step.replaceChildren(real); // the same words for every word
+    el.step.replaceChildren(...!ready ? [h("p", { class: "sl-hint" }, ["Loading the numbers…"])] : (printing ? [0, 1, 2, 3] : [v.step])
+      .map(s => h("div", { "data-step": s }, [h("h4", null, [`${s + 1}. ${steps[s].textContent}`]), ...hood(v, s)])));
+  }
+
   /* ---------- the model's heads ---------- */
 
   /** What the spotlight says of the real head the view v shows (model: {name, layers, heads}):
@@ -371,5 +387,5 @@
   /** What the head finder did, above its report (the model view). */
   const finderIntro = () => h("p", { class: "sl-hint" }, ["For each kind of link between words, we labelled pairs in the sentences above and in more sentences of our own, and split the sentences in two halves. The head is picked on one half and scored on the other, held-out half, which it never saw. A hit: the head’s strongest weight, leaving out [CLS], [SEP] and the word itself, lands on the labelled word. Two simple rules are scored on the same pairs: look a fixed number of words away, and look at the nearest word with the right tag. We say a head beats them only if it finds at least 60% of the held-out pairs and wins clearly against both (a sign test, p < 0.05). The pattern view can name another head for the same job, and both are right: it picks the head whose whole rows agree best with a designed head’s, the finder the one whose strongest weight most often lands on the labelled word."]);
 
-  window.Labs.code.spotlightMore = { hood, figure, download, realHead, modelIntro, finder, finderIntro, ownSentence };
+  window.Labs.code.spotlightMore = { hood, paintHood, figure, download, realHead, modelIntro, finder, finderIntro, ownSentence };
 })();
