@@ -19,8 +19,8 @@ It measures, for the shipped course (content/) and for a synthetic course of ``-
   expanded), and for every keystroke of a few queries typed one letter at a time, the time
   from the keydown to the results in the page (the input handler done) and to the next frame
   after it (each keystroke once the one before it is drawn; the pages' texts a result needs load
-  after that and draw the list again). Budget: the next frame <= 100 ms after a keystroke for
-  1,000 labs.
+  after that and draw the list again). Budget: the next frame <= 100 ms after every keystroke
+  (the slowest, not the median) for 1,000 labs.
 
 The synthetic labs are copies of the shipped labs, each with a slug, a title and a number of
 its own, and every prose part given a paragraph of its own (a seed per lab): 40 words drawn
@@ -201,8 +201,8 @@ def main() -> int:
         show("synthetic course", args.labs, big, cpu, timing, args.throttle)
     verdicts = [("shipped index <= 30 KB gzip", shipped["index"] <= BUDGET_INDEX_SHIPPED),
                 (f"{args.labs} labs: index + lunr.js <= 1.5 MB gzip", big["index"] + big["lunr"] <= BUDGET_INDEX_1000),
-                (f"{args.labs} labs: next frame <= 100 ms after a keystroke (median) at {args.throttle:g}x",
-                 statistics.median(timing["frame_ms"]) <= BUDGET_KEY_MS)]
+                (f"{args.labs} labs: next frame <= 100 ms after every keystroke (the slowest) at {args.throttle:g}x",
+                 max(timing["frame_ms"]) <= BUDGET_KEY_MS)]
     print()
     for what, ok in verdicts:
         print(f"  {'ok  ' if ok else 'OVER'} {what}")

@@ -83,6 +83,18 @@ def test_plain_text_for_descriptions():
     assert out.text == "A bold claim & more."
 
 
+@pytest.mark.parametrize("source, text", [
+    (r"Why are the scores divided by $\sqrt{d_k}$ before the softmax?",
+     r"Why are the scores divided by \sqrt{d_k} before the softmax?"),
+    ("When $a < b$ and $b$ is\n\n$$\nx^2 +\n  y\n$$\n\nthen", r"When a < b and b is x^2 + y then"),
+    ("Twice: $d$ and $d$.", "Twice: d and d."),
+])
+def test_plain_text_keeps_each_formula_as_its_tex(source, text):
+    """The plain text (JSON-LD, the search index, a quiz's option texts) reads a formula as the TeX
+    it was written in: dropping it made lab 07's question "divided by before the softmax?"."""
+    assert render_markdown(source).text == text
+
+
 _ALPHABET = st.sampled_from(
     list("abc XYZ.,;:'\"!?()-+=#%@^/0123456789é—√Σ*_`[]<>&$\n\\ \u00a0\u2028\x0b\x0c")
     + ["...", "http://x.org", " 1. ", "  ", "www.x.com", "a@b.c", "\r\n", "- ", "# "]

@@ -132,23 +132,29 @@ def _check_scans(source: str) -> None:
 
 
 class RenderedMarkdown:
-    """Rendered Markdown: ``html``; ``text``, its plain text, for descriptions, JSON-LD and
-    announcements (read from the HTML when first asked for: sections and cards never ask);
-    ``math_problems``; ``links``, every href as the author wrote it."""
+    """Rendered Markdown: ``html``; ``text``, its plain text, for descriptions, JSON-LD, the search
+    index and announcements (read from the HTML when first asked for: sections and cards never
+    ask), each formula in it as the TeX the author wrote (``math_tex``: MathML -> TeX), so that
+    "divided by $\\sqrt{d_k}$" keeps its divisor; ``math_problems``; ``links``, every href as the
+    author wrote it."""
 
-    __slots__ = ("html", "_text", "math_problems", "links")
+    __slots__ = ("html", "_text", "math_problems", "links", "math_tex")
 
     def __init__(self, html: str, text: str | None = None, math_problems: list[MathProblem] | None = None,
-                 links: list[str] | None = None):
+                 links: list[str] | None = None, math_tex: dict[str, str] | None = None):
         self.html = html
         self._text = text
         self.math_problems = math_problems if math_problems is not None else []
         self.links = links if links is not None else []
+        self.math_tex = math_tex or {}
 
     @property
     def text(self) -> str:
         if self._text is None:
-            self._text = plain_text(_MATH_ELEMENT.sub("", self.html) if "<math" in self.html else self.html)
+            html = self.html
+            if "<math" in html:
+                html = _MATH_ELEMENT.sub(lambda m: escape_attr(self.math_tex.get(m.group(0), '')), html)
+            self._text = plain_text(html)
         return self._text
 
     def __repr__(self) -> str:
@@ -198,7 +204,7 @@ def _converter() -> tuple[markdown.Markdown, MathState, list[str]]:
         cached = _local.converter = (md, state, links)
     md, state, links = cached
     md.reset()
-    state.pieces, state.problems = [], []
+    state.pieces, state.problems, state.tex_of = [], [], {}
     links.clear()
     return cached
 
@@ -239,7 +245,8 @@ def render_markdown(source: str, resolve_link=None) -> RenderedMarkdown:
         html = re.sub(r'(<a\s[^>]*?)href="([^"]*)"', rewrite, html)
     if '<span class="w">' in html:  # Pygments wraps plain spaces in spans nothing styles
         html = _WHITESPACE_SPAN.sub(r"\1", html)
-    return RenderedMarkdown(html=html, math_problems=list(state.problems), links=list(links))
+    return RenderedMarkdown(html=html, math_problems=list(state.problems), links=list(links),
+                            math_tex=dict(state.tex_of) if state.pieces else None)
 
 
 _RESERVED = re.compile("[\ue000\ue001]")  # the math placeholder's delimiters

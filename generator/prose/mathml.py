@@ -38,9 +38,11 @@ class MathState:
     def __init__(self) -> None:
         self.pieces: list[str] = []
         self.problems: list[MathProblem] = []
+        self.tex_of: dict[str, str] = {}  # a formula's MathML -> its TeX, for the document's plain text
 
     def token(self, tex: str, display: bool) -> str:
         mathml, problem = _mathml(tex, display)
+        self.tex_of[mathml] = " ".join(tex.split())
         if problem is not None:
             self.problems.append(MathProblem(tex, *problem))
         self.pieces.append(f'<div class="math-display">{mathml}</div>' if display else mathml)

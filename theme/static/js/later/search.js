@@ -54,23 +54,9 @@
   }
   Labs.code.searchIndex = expand;
 
-  const box = document.querySelector("[data-search]");
-  if (!box || box.dataset.ready) return;
-  box.dataset.ready = "loading";
-  const input = box.firstElementChild, root = box.dataset.search.replace(/assets\/later\/[^]*$/, "");
-  const list = h("div", { id: "search-list", role: "listbox", "aria-label": "Search results" });
-  const pop = h("div", { class: "search-pop", hidden: "" }, [list]);
-  const status = h("p", { class: "visually-hidden", role: "status" });
-  box.append(pop, status);
-  input.setAttribute("aria-controls", "search-list");
-  input.setAttribute("aria-autocomplete", "list");
-  const MAX_PAGES = 8, MAX_PER_PAGE = 4, PREFIX_FROM = 3;
-  let data = null, index = null, shown = [], active = -1, typed = "", redraw = 0, last = { typed: null, groups: [] };
-  const asked = new Set(); // the pages' text files asked for
-
-
   /* ---------- matching ---------- */
 
+  const PREFIX_FROM = 3;
   // Each word's stem, kept: the snippets of every keystroke stem the same texts' words again.
   const stems = new Map();
   const stem = w => { let s = stems.get(w); if (s === undefined) stems.set(w, s = lunr.stemmer(new lunr.Token(w)).toString()); return s; };
@@ -84,29 +70,149 @@
       it begins (the last few letters typed may be an ending the stemmer cuts: "attentio"). */
   const matches = (term, x) => term === x.stem || x.prefix && (term.startsWith(x.w) || x.w.startsWith(term) && term.length >= x.w.length - 3);
   const head = x => x.w.slice(0, Math.max(PREFIX_FROM, x.w.length - 3));
+  /** The words a search looks for (a stop word only as the start of the word being typed), and
+      its lunr query: each word's stem, boosted, and the word being typed as a prefix. */
+  const wantedIn = text => words(text).filter(x => !x.stop || x.prefix);
+  const clauses = wanted => q => {
+    for (const x of wanted) {
+      if (!x.stop) q.term(x.w, { boost: 10 });
+      if (x.prefix) q.term(head(x), { usePipeline: false, wildcard: lunr.Query.wildcard.TRAILING });
+    }
+  };
+
+  /* ---------- ranking ---------- */
+
+  /** lunr's field vectors laid out by term: for term k (lunr's number for it) in field f, the
+      documents that hold it, ascending, and its weight in each one's vector, at
+      start[k * nf + f] .. start[k * nf + f + 1]. lunr's index.query walks every matching
+      document's whole field vector (a prefix such as "tok" matches hundreds of terms and half of
+      a large site's documents); with these a query touches only the postings of its own terms. */
+  function postings(index) {
+    const F = index.fields, nf = F.length, nt = Object.keys(index.invertedIndex).length, fv = index.fieldVectors;
+    let n = 0;
+    for (const ref in fv) n = Math.max(n, +ref.slice(ref.indexOf("/") + 1) + 1); // refs are 0, 1, …
+    const each = fn => {
+      for (let i = 0; i < n; i++) for (let f = 0; f < nf; f++) {
+        const e = fv[F[f] + "/" + i]?.elements || [];
+        for (let j = 0; j < e.length; j += 2) fn(e[j] * nf + f, i, e[j + 1]);
+      }
+    };
+    const start = new Int32Array(nt * nf + 1);
+    each(k => start[k + 1]++);
+    for (let k = 0; k < nt * nf; k++) start[k + 1] += start[k];
+    const at = start.slice(0, -1), doc = new Int32Array(start[nt * nf]), weight = new Float64Array(doc.length);
+    each((k, i, w) => { doc[at[k]] = i; weight[at[k]++] = w; });
+    return { n, nf, start, doc, weight };
+  }
+
+  /** What `index.query(build)` returns (lunr.js 2.3.9; one optional clause or more), less the documents
+      none of whose matched terms passes one of `tests`: their refs (as numbers) with lunr's own
+      scores, [ref, score], best first, one at a time (a keystroke shows a few dozen of
+      thousands). The same scores to the last bit and the same order among equal scores: it
+      follows lunr's query step for step — its pipeline, its expansion of each clause over the
+      index's token set, its query vectors and their magnitudes, each field's dot product summed in
+      term order, the fields' scores added (two fields: the same either way round), lunr's stable
+      sort by score from the order in which it first meets each document — but takes the weights
+      from `post`, scores only the documents `tests` keep, and finds which terms matched each one
+      without lunr's match data. tests/test_search.py holds it to lunr's own query. */
+  function* rank(index, post, build, tests) {
+    const { kept, score } = scores(index, post, build, tests), next = best(kept, score);
+    for (let d = next(); d >= 0; d = next()) yield [d, score[d]];
+  }
+  /** rank's work, in a plain function (V8 optimises a generator's loops less well). */
+  function scores(index, post, build, tests) {
+    const { n, nf, start, doc, weight } = post, F = index.fields, W = Math.ceil(tests.length / 32) || 1;
+    const query = new lunr.Query(F);
+    build(query);
+    if (!query.clauses.length) throw new Error("rank: no clauses"); // lunr: a query of none matches everything
+    const qv = F.map(() => new Map()), done = new Set(), order = [], seen = new Uint8Array(n), mask = new Uint32Array(n * W);
+    for (const clause of query.clauses) {
+      if (clause.presence !== lunr.Query.presence.OPTIONAL) throw new Error("rank: optional clauses only");
+      const terms = clause.usePipeline ? index.pipeline.runString(clause.term, { fields: clause.fields }) : [clause.term];
+      for (const term of terms) {
+        clause.term = term;
+        for (const t of index.tokenSet.intersect(lunr.TokenSet.fromClause(clause)).toArray()) {
+          const k = index.invertedIndex[t]._index, bits = Array(W).fill(0);
+          for (let j = 0; j < tests.length; j++) if (tests[j](t)) bits[j >> 5] |= 1 << (j & 31);
+          for (const field of clause.fields) {
+            const f = F.indexOf(field), q = qv[f];
+            q.set(k, q.has(k) ? q.get(k) + clause.boost : clause.boost);
+            if (done.has(t + "/" + field)) continue;
+            done.add(t + "/" + field);
+            for (let p = start[k * nf + f], end = start[k * nf + f + 1]; p < end; p++) {
+              const d = doc[p];
+              if (!seen[d]) { seen[d] = 1; order.push(d); }
+              for (let w = 0; w < W; w++) mask[d * W + w] |= bits[w];
+            }
+          }
+        }
+      }
+    }
+    const all = Array.from({ length: W }, (_, w) => w < W - 1 || tests.length % 32 === 0 && tests.length ? -1 >>> 0 : (1 << tests.length % 32) - 1 >>> 0);
+    const kept = order.filter(d => { for (let w = 0; w < W; w++) if (mask[d * W + w] !== all[w]) return false; return true; });
+    const acc = new Float64Array(n), score = new Float64Array(n);
+    qv.forEach((q, f) => {
+      const ks = [...q.keys()].sort((a, b) => a - b);
+      let squares = 0;
+      for (const k of ks) squares += q.get(k) * q.get(k);
+      const magnitude = Math.sqrt(squares);
+      acc.fill(0);
+      for (const k of ks) for (let p = start[k * nf + f], end = start[k * nf + f + 1], v = q.get(k); p < end; p++) acc[doc[p]] += v * weight[p];
+      for (const d of kept) score[d] += acc[d] / magnitude || 0;
+    });
+    return { kept, score };
+  }
+  /** The documents of `kept` (in the order lunr met them) by `score`, best first, as lunr's
+      stable sort orders them, one per call (-1 when done), drawn from a heap. */
+  function best(kept, score) {
+    const heap = new Int32Array(kept.length);
+    for (let i = 0; i < heap.length; i++) heap[i] = i;
+    const above = (a, b) => score[kept[a]] > score[kept[b]] || score[kept[a]] === score[kept[b]] && a < b;
+    const down = (i, size) => {
+      for (let c = 2 * i + 1; c < size; i = c, c = 2 * i + 1) {
+        if (c + 1 < size && above(heap[c + 1], heap[c])) c++;
+        if (!above(heap[c], heap[i])) return;
+        const x = heap[i]; heap[i] = heap[c]; heap[c] = x;
+      }
+    };
+    let size = heap.length;
+    for (let i = (size >> 1) - 1; i >= 0; i--) down(i, size);
+    return () => {
+      if (!size) return -1;
+      const top = kept[heap[0]];
+      heap[0] = heap[--size];
+      down(0, size);
+      return top;
+    };
+  }
+  Labs.code.searchRank = { wantedIn, clauses, matches, postings, rank };
+
+  const box = document.querySelector("[data-search]");
+  if (!box || box.dataset.ready) return;
+  box.dataset.ready = "loading";
+  const input = box.firstElementChild, root = box.dataset.search.replace(/assets\/later\/[^]*$/, "");
+  const list = h("div", { id: "search-list", role: "listbox", "aria-label": "Search results" });
+  const pop = h("div", { class: "search-pop", hidden: "" }, [list]);
+  const status = h("p", { class: "visually-hidden", role: "status" });
+  box.append(pop, status);
+  input.setAttribute("aria-controls", "search-list");
+  input.setAttribute("aria-autocomplete", "list");
+  const MAX_PAGES = 8, MAX_PER_PAGE = 4;
+  let data = null, index = null, post = null, shown = [], active = -1, typed = "", redraw = 0, last = { typed: null, groups: [] };
+  const asked = new Set(); // the pages' text files asked for
 
   function find(text) {
-    const wanted = words(text).filter(x => !x.stop || x.prefix);
+    const wanted = wantedIn(text);
     if (!wanted.length) return [];
-    const hits = index.query(q => {
-      for (const x of wanted) {
-        if (!x.stop) q.term(x.w, { boost: 10 });
-        if (x.prefix) q.term(head(x), { usePipeline: false, wildcard: lunr.Query.wildcard.TRAILING });
-      }
-    });
     // Best first: the first MAX_PAGES pages with a hit that has every word, each with its first
-    // MAX_PER_PAGE such hits. A hit that could not be shown (its page full, or a page past the
-    // last) is not checked, and none is once every page shown is full: a common word has hits in
-    // most of a large site's sections.
+    // MAX_PER_PAGE such hits.
     const pages = new Map();
     let full = 0;
-    for (const hit of hits) {
-      const page = data.docs[+hit.ref][0], docs = pages.get(page);
+    for (const [doc] of rank(index, post, clauses(wanted), wanted.map(x => t => matches(t, x)))) {
+      const page = data.docs[doc][0], docs = pages.get(page);
       if (docs ? docs.length === MAX_PER_PAGE : pages.size === MAX_PAGES) continue;
-      const found = Object.keys(hit.matchData.metadata);
-      if (!wanted.every(x => found.some(t => matches(t, x)))) continue;
-      if (docs) docs.push({ doc: +hit.ref, wanted });
-      else pages.set(page, [{ doc: +hit.ref, wanted }]);
+      if (docs) docs.push({ doc, wanted });
+      else pages.set(page, [{ doc, wanted }]);
       if (pages.get(page).length === MAX_PER_PAGE && ++full === MAX_PAGES) break;
     }
     return [...pages].map(([page, docs]) => ({ page, docs }));
@@ -120,7 +226,14 @@
   }
   const pieces = text => text.split(/([\s\-]+)/);
   /** `text` as nodes, each word that matches a wanted word inside <mark>. */
-  const marked = (text, wanted) => pieces(text).flatMap(p => markPiece(p, wanted));
+  const marked = (text, wanted) => joined(pieces(text).flatMap(p => markPiece(p, wanted)));
+  /** `nodes` with each run of strings as one: one text node for the words between two marks, not
+      one a word (32 snippets of a word a node were two thousand boxes to lay out a keystroke). */
+  const joined = nodes => nodes.reduce((out, n) => {
+    if (typeof n === "string" && typeof out[out.length - 1] === "string") out[out.length - 1] += n;
+    else out.push(n);
+    return out;
+  }, []);
 
   /** The part of `text` around its first marked word, at most about 160 characters. Only the
       words up to the first match and the 160 characters after it are looked at: a section's text
@@ -140,7 +253,7 @@
       out.push(n);
       length += s.length;
     }
-    return out;
+    return joined(out);
   }
 
   /* ---------- the list ---------- */
@@ -243,6 +356,7 @@
     const seen = {};
     for (const doc of data.docs) doc.pos = seen[doc[0]] = (seen[doc[0]] ?? -1) + 1; // its place among its page's texts
     index = lunr.Index.load(expand(data));
+    post = postings(index);
     box.dataset.ready = "true";
     typed = input.value.trim();
     if (typed) render();
