@@ -73,7 +73,7 @@
   for (const tools of u.all("[data-progress-tools]")) {
     const message = tools.querySelector("[data-progress-message]"), file = tools.querySelector("[data-progress-file]");
     const say = (text, bad) => { message.textContent = text; message.classList.toggle("is-error", !!bad); };
-    tools.hidden = false;
+    tools.removeAttribute("data-off");
     tools.querySelector("[data-progress-export]").addEventListener("click", () => {
       const items = ours(), blob = new Blob([JSON.stringify({ format: FORMAT, version: 1, items }, null, 1)], { type: "application/json" });
       const a = u.h("a", { href: URL.createObjectURL(blob), download: "attention-labs-progress.json" });
