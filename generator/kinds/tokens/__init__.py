@@ -78,7 +78,7 @@ def _listed(pieces, ids, unk: str, special: tuple[int, ...] = ()) -> list[list]:
 
 def compute_payload(spec: TokensSpec) -> dict[str, Any]:
     tokenizer = spec.tokenizer()
-    refs = vocabulary.page_refs(Path(spec.vocabulary))
+    refs = vocabulary.page_refs(Path(spec.vocabulary), spec.content)
     vocab = refs["vocab_script"]
     positions = refs["positions"]
     start = count(spec.text, tokenizer)
@@ -272,8 +272,8 @@ class TokensKind(LabKind):
 
     def site_files(self, labs: Sequence[Lab], options: Mapping[str, Any], store: Path | None) -> Mapping[str, bytes]:
         files: dict[str, bytes] = {}
-        for folder in sorted({lab.spec.vocabulary for lab in labs if lab.spec is not None}):
-            files.update(vocabulary.site_files(Path(folder)))
+        for folder, content in sorted({(lab.spec.vocabulary, lab.spec.content) for lab in labs if lab.spec is not None}):
+            files.update(vocabulary.site_files(Path(folder), content))
         for gguf in sorted({lab.spec.bpe_gguf for lab in labs if lab.spec is not None and lab.spec.bpe_gguf}):
             files.update(bytelevel.site_files(Path(gguf)))
         return files
