@@ -139,22 +139,30 @@ def test_a_prompt_with_generation_beyond_the_context_is_refused_before_running(t
 
 def test_a_long_prompt_runs_in_chunks_and_gives_the_numbers_of_one_call(tiny, monkeypatch):
     """Attention over n prompt tokens in one call holds H·n² scores per layer (2.4 GB for 8,192 of
-    SmolLM2's); in chunks it holds H·chunk·n. The logits and the cache are those of one call."""
+    SmolLM2's); in chunks it holds H·chunk·m, each chunk's queries against the keys up to its last.
+    The logits and the cache are those of one call, also after a cache of earlier tokens."""
     model = llama.cached_model(tiny)
     ids = np.random.default_rng(3).integers(0, model.config.vocab_size, 60)
     whole = llama.forward(model.weights, model.config, ids)
     calls = []
-    forward = llama.forward
+    attention = llama.grouped_attention
 
-    def counted(weights, config, part, cache=None, attentions=False):
-        calls.append(len(part))
-        return forward(weights, config, part, cache, attentions)
+    def counted(q, k, v):
+        calls.append((q.shape[1], k.shape[1]))
+        return attention(q, k, v)
 
     monkeypatch.setattr(llama, "PREFILL_CHUNK", 16)
-    monkeypatch.setattr(llama, "forward", counted)
+    monkeypatch.setattr(llama, "grouped_attention", counted)
     logits, cache = llama.next_token_logits(model, ids)
-    assert calls == [16, 16, 16, 12]
+    assert calls == [(16, 16), (16, 32), (16, 48), (12, 60)] * model.config.n_layers
     expected = llama.unembed(model.weights, model.config, whole.hidden_states[-1, -1])
+    np.testing.assert_allclose(logits, expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(cache.keys, whole.cache.keys, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(cache.values, whole.cache.values, rtol=1e-4, atol=1e-5)
+    _, earlier = llama.next_token_logits(model, ids[:20])
+    calls.clear()
+    logits, cache = llama.next_token_logits(model, ids[20:], earlier)  # after a cache: positions 20 … 59
+    assert calls == [(16, 36), (16, 52), (8, 60)] * model.config.n_layers
     np.testing.assert_allclose(logits, expected, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(cache.keys, whole.cache.keys, rtol=1e-4, atol=1e-5)
 
