@@ -176,3 +176,29 @@ def test_a_prompt_of_many_chunks_says_on_stderr_why_nothing_shows_yet(tiny, caps
     assert len(json.loads("\n".join(out))["ids"]) == 33  # stdout: the JSON alone
     code, _, err = run_labs(capsys, "next", "a" * 32, "--gguf", str(tiny))
     assert code == 0 and err == []  # four chunks or fewer: nothing said
+
+
+def test_labs_next_runs_the_model_on_one_blas_thread(tiny, capsys, monkeypatch):
+    """Where the cores are shared a second OpenBLAS thread spins more than it computes: a long
+    prompt took 4x the CPU with two. The prefill and every sampled step run under one thread,
+    and the limit ends with the command."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads() -> set[int]:
+        return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+    seen = []
+    prefill = llama.prefill
+
+    def counted(*args, **kwargs):
+        seen.append(blas_threads())
+        return prefill(*args, **kwargs)
+
+    monkeypatch.setattr(llama, "prefill", counted)
+    with threadpool_limits(2, user_api="blas"):  # as a 2-core machine starts it
+        assert blas_threads() == {2}, "NumPy's BLAS is not visible to threadpoolctl"
+        assert run_labs(capsys, "next", "a" * 40, "--gguf", str(tiny))[0] == 0
+        assert run_labs(capsys, "next", "Hello", "--gguf", str(tiny), "--generate", "3", "--seed", "1")[0] == 0
+        after = blas_threads()
+    assert len(seen) >= 4 and all(threads == {1} for threads in seen), seen
+    assert after == {2}
