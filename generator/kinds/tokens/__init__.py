@@ -143,9 +143,14 @@ def _picked(pick: str, piece: str, unk: str) -> bool:
 def _read_count_question(reader: Reader, where: tuple, qid: str, text: str, counted, which: str) -> KindQuestion | None:
     choices: list[int] = []
     items = reader.sequence(where + ("choices",)) or []
+    most = len(text.encode("utf-8"))  # every piece, WordPiece's or byte-level BPE's, holds a byte of the text at least
     for i, _ in enumerate(items):
         n = reader.integer(where + ("choices", i), minimum=0)
-        if n is not None and n in choices:
+        if n is not None and n > most:
+            reader.error(where + ("choices", i), f"{n} pieces cannot be a choice: {text!r} is {most:,} bytes of UTF-8, "
+                                                 f"and every piece holds one at least")
+            n = None
+        elif n is not None and n in choices:
             reader.error(where + ("choices", i), f"{n} is listed twice")
         elif n is not None:
             choices.append(n)
