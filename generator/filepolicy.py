@@ -55,6 +55,20 @@ def link_outside(path: Path, inside: Path) -> tuple[Path, Path | None] | None:
     return None
 
 
+def link_boundary(folder: Path, inside: Path | None) -> Path:
+    """The folder that links under ``folder`` (a resolved path) may lead within: ``inside`` (the
+    content folder, resolved) when it holds ``folder``, as for every other content file; else
+    ``folder`` itself (a model folder outside any site, or a loop of links on the way)."""
+    if inside is not None:
+        try:
+            boundary = Path(inside).resolve()
+        except (OSError, RuntimeError):
+            return folder
+        if folder.is_relative_to(boundary):
+            return boundary
+    return folder
+
+
 def _shown_link(link: Path, root: Path | None) -> str:
     """Like :func:`display_path`, for the link itself (display_path would show where it leads)."""
     absolute = link.parent.resolve() / link.name

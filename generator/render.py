@@ -53,9 +53,10 @@ class Page:
 
 
 class _Watched:
-    """A lab as the index and topic pages see it: each attribute they read of it is noted in
-    ``seen``. Those pages are a function of what they read, so a rebuild (``labs serve``) renders
-    them again only when one of those attributes changed, whatever the theme's templates read."""
+    """A lab as the index and topic pages see it, or a lab page's pager its neighbour: each
+    attribute they read of it is noted in ``seen``. Those pages are a function of what they read,
+    so a rebuild (``labs serve``) renders them again only when one of those attributes changed,
+    whatever the theme's templates read."""
 
     __slots__ = ("_lab", "_seen")
 
@@ -80,6 +81,7 @@ class Renderer:
         self.warnings: list[str] = []  # printed by the build, never fatal
         # Every attribute of a lab that the index and topic pages read, as they render (see _Watched).
         self.shown_fields: set[str] = {"slug", "topic"}
+        self.beside_fields: set[str] = {"slug"}  # and every attribute a lab page reads of its neighbours
         self.asset_data = theme.assets()
         # Only the scripts and stylesheets built from static/css and static/js are fingerprinted;
         # other files keep their names.
@@ -195,8 +197,8 @@ class Renderer:
             payload=payload,
             topic=self.content.topic(lab.topic),
             lab_json=json_for_script(data.embedded),
-            prev_lab=prev_lab,
-            next_lab=next_lab,
+            prev_lab=self._beside(prev_lab),
+            next_lab=self._beside(next_lab),
         )
         self._check_weight(lab, kind, data.embedded, files[path + "index.html"])
         # Its embed page: the interactive part alone, beside the page, so it names the same files
@@ -206,8 +208,11 @@ class Renderer:
                      jsonld=Markup(""), lang=self.site.language)
         files[path + EMBED_NAME] = self._render("embed.html", embed, lab=lab, kind=kind, payload=payload,
                                                 topic=self.content.topic(lab.topic), lab_json=json_for_script(data.embedded),
-                                                prev_lab=prev_lab, next_lab=next_lab)
+                                                prev_lab=self._beside(prev_lab), next_lab=self._beside(next_lab))
         return files
+
+    def _beside(self, lab: Lab | None) -> Lab | None:
+        return _Watched(lab, self.beside_fields) if lab is not None else None  # type: ignore[return-value]
 
     def _check_weight(self, lab: Lab, kind: LabKind, embedded: Any, html: bytes) -> None:
         """Warn at the sentence (or whatever the kind names) when a lab page's first visit — the

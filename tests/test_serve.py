@@ -155,14 +155,15 @@ def _touch(c, t):
 # id, edit, labs whose NumPy precomputation must run, pages that must be rendered (None: all)
 EDITS = [
     # The index and topic pages show a card per lab: they are rendered again only when a card changed.
-    ("quiz-prompt", _quiz_prompt, (), 3),  # beta + both neighbours
-    ("faq-answer", _faq_answer, (), 2),  # alpha + beta
-    ("gist-markdown", _gist_markdown, (), 2),
-    ("widget-prompt", _widget_prompt, ("beta",), 3),
-    ("word-question", _word_question, ("beta",), 3),  # its answer key is checked against the weights
-    ("model-cache", _model_cache, ("beta",), 3),
-    ("lab-title", _lab_title, (), 4),  # alpha + beta, and the title on its card: topic, index
-    ("move-topic", _move_topic, (), 5),  # alpha, beta, both topics, index
+    # A lab page's pager reads its neighbours' number and title: only an edit of those renders them.
+    ("quiz-prompt", _quiz_prompt, (), 1),  # beta alone
+    ("faq-answer", _faq_answer, (), 1),
+    ("gist-markdown", _gist_markdown, (), 1),
+    ("widget-prompt", _widget_prompt, ("beta",), 1),
+    ("word-question", _word_question, ("beta",), 1),  # its answer key is checked against the weights
+    ("model-cache", _model_cache, ("beta",), 1),
+    ("lab-title", _lab_title, (), 4),  # gamma + beta (its pager), and the title on its card: topic, index
+    ("move-topic", _move_topic, (), 4),  # alpha, both topics, index
     ("site-title", _site_title, (), None),
     ("theme-template", _template, (), None),
     ("theme-stylesheet", _stylesheet, (), None),
@@ -246,8 +247,24 @@ def test_cards_are_rendered_again_when_what_the_theme_shows_of_a_lab_changes(thr
     result = builder.rebuild([yaml_path])
     assert result.files == build_files(content, theme)[0]
     assert b"Edited. " in result.files["index.html"] and b"Edited. " in result.files["topics/llm-engineering/index.html"]
-    assert result.pages_rendered == 4  # beta + gamma, the topic, the index
+    assert result.pages_rendered == 3  # gamma (beta's pager reads no tagline), the topic, the index
     assert "tagline" in builder.shown_fields
+
+
+def test_editing_one_labs_gist_recomputes_nothing_and_renders_that_lab_alone(three_labs, monkeypatch):
+    """A gist is prose: no lab computes again, and the neighbours' pages (their pager reads this
+    lab's number and title only) are kept; the site is still byte for byte a full build's."""
+    content, theme = three_labs
+    builder = SiteBuilder(content, theme)
+    first = builder.rebuild()
+    rendered = []
+    render_lab = SiteBuilder._render_lab
+    monkeypatch.setattr(SiteBuilder, "_render_lab", lambda self, r, i, p: rendered.append(i) or render_lab(self, r, i, p))
+    result = builder.rebuild([edit(content / "labs/beta/gist.md", "At the first layer", "At the first layer (edited)")])
+    assert (result.labs_computed, result.labs_changed, rendered, result.pages_rendered) == ((), ("beta",), [1], 1)
+    assert "labs/beta/index.html" in result.changed
+    assert not any(p.startswith(("labs/alpha/", "labs/gamma/")) for p in result.changed), result.changed
+    assert result.files == build_files(content, theme)[0] and result.files != first.files
 
 
 def test_unchanged_lab_is_not_recomputed(three_labs, monkeypatch):

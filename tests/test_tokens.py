@@ -351,7 +351,7 @@ def test_a_bundles_page_files_are_the_runtimes_own_so_other_kinds_can_give_the_s
     from generator.kinds.tokens import TokensKind
     from generator.runtime import site
 
-    labs = [SimpleNamespace(spec=SimpleNamespace(vocabulary=str(BUNDLE.resolve()), bpe_gguf=""))] * 2
+    labs = [SimpleNamespace(spec=SimpleNamespace(vocabulary=str(BUNDLE.resolve()), bpe_gguf="", content=None))] * 2
     files = TokensKind().site_files(labs, {}, None)
     assert files == site.site_files(bundle_at(BUNDLE))
     assert sum(p.rsplit("/", 1)[-1].startswith("model-vocab.") for p in files) == 1

@@ -159,6 +159,26 @@ def grouped_attention(
     return out.reshape(n_heads, n, hd), weights.reshape(n_heads, n, m)
 
 
+def _project(x: np.ndarray, layer: LlamaLayer, config: LlamaConfig, cos: np.ndarray, sin: np.ndarray):
+    # [n, d], _, _, [n, hd/2], [n, hd/2] -> q [H, n, hd], k [K, n, hd], v [K, n, hd]
+    """The queries, keys (both after RoPE) and values of n tokens: one product for all three."""
+    n, hd, n_heads, n_kv = x.shape[0], config.head_dim, config.n_heads, config.n_kv_heads
+    qkv = rms_norm(x, layer.attn_norm, config.rms_norm_eps) @ layer.w_qkv.T  # [n, (H + 2K)·hd]
+    q, k, v = np.split(qkv, [n_heads * hd, (n_heads + n_kv) * hd], axis=-1)
+    q = apply_rope(q.reshape(n, n_heads, hd).transpose(1, 0, 2), cos, sin)  # [H, n, hd]
+    k = apply_rope(k.reshape(n, n_kv, hd).transpose(1, 0, 2), cos, sin)  # [K, n, hd]
+    return q, k, v.reshape(n, n_kv, hd).transpose(1, 0, 2)
+
+
+def _finish(x: np.ndarray, heads: np.ndarray, layer: LlamaLayer, config: LlamaConfig) -> np.ndarray:
+    # [n, d], [H, n, hd] -> [n, d]
+    """The rest of a layer after attention: the heads' output projection, then the MLP, each added
+    to the residual stream."""
+    n = x.shape[0]
+    x = x + heads.transpose(1, 0, 2).reshape(n, config.n_heads * config.head_dim) @ layer.w_o.T
+    return x + swiglu(rms_norm(x, layer.mlp_norm, config.rms_norm_eps), layer.w_gate_up, layer.w_down)
+
+
 def decoder_layer(
     x: np.ndarray,  # [n, d]
     layer: LlamaLayer,
@@ -170,18 +190,11 @@ def decoder_layer(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # -> [n, d], keys [K, m, hd], values [K, m, hd], [H, n, m]
     """One pre-norm decoder layer; returns the new residual stream, the layer's keys and values
     with these tokens appended, and its attention weights."""
-    n, hd, n_heads, n_kv = x.shape[0], config.head_dim, config.n_heads, config.n_kv_heads
-    qkv = rms_norm(x, layer.attn_norm, config.rms_norm_eps) @ layer.w_qkv.T  # [n, (H + 2K)·hd]
-    q, k, v = np.split(qkv, [n_heads * hd, (n_heads + n_kv) * hd], axis=-1)
-    q = apply_rope(q.reshape(n, n_heads, hd).transpose(1, 0, 2), cos, sin)  # [H, n, hd]
-    k = apply_rope(k.reshape(n, n_kv, hd).transpose(1, 0, 2), cos, sin)  # [K, n, hd]
-    v = v.reshape(n, n_kv, hd).transpose(1, 0, 2)  # [K, n, hd]
+    q, k, v = _project(x, layer, config, cos, sin)
     keys = np.concatenate([past_keys, k], axis=1)  # [K, m, hd]
     values = np.concatenate([past_values, v], axis=1)  # [K, m, hd]
     heads, weights = grouped_attention(q, keys, values)  # [H, n, hd], [H, n, m]
-    x = x + heads.transpose(1, 0, 2).reshape(n, n_heads * hd) @ layer.w_o.T
-    x = x + swiglu(rms_norm(x, layer.mlp_norm, config.rms_norm_eps), layer.w_gate_up, layer.w_down)
-    return x, keys, values, weights
+    return _finish(x, heads, layer, config), keys, values, weights
 
 
 def empty_cache(config: LlamaConfig) -> KVCache:
@@ -245,21 +258,48 @@ def probabilities(logits: np.ndarray) -> np.ndarray:  # [..., V] -> [..., V] flo
     return z / z.sum(axis=-1, keepdims=True)
 
 
-PREFILL_CHUNK = 256  # tokens a forward call takes: its attention scores are [H, chunk, m], not [H, n, n]
+PREFILL_CHUNK = 256  # queries an attention product takes: its scores are [H, chunk, m], not [H, n, n]
+
+
+def prefill(weights: LlamaWeights, config: LlamaConfig, ids, cache: KVCache | None = None) -> tuple[np.ndarray, KVCache]:
+    # [n] -> [d], cache
+    """The residual stream of the last of ``ids`` (run after ``cache``), and the cache with them in it.
+
+    Layer by layer, not chunk by chunk: a layer's Q/K/V, output projection and MLP take all n
+    tokens in one product each; its attention takes :data:`PREFILL_CHUNK` queries at a time
+    against the keys up to the last of them (scores [H, chunk, m]: one product over 8,192 tokens
+    would hold H·n² floats, 2.4 GB a layer for SmolLM2). The keys and values are written once into
+    a cache allocated for all m tokens: run chunk by chunk, each chunk copied the whole cache
+    again, every layer. The same numbers as :func:`forward` over all of them (to float32 rounding).
+    """
+    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+    cache = empty_cache(config) if cache is None else cache
+    n, start = ids.shape[0], cache.length
+    assert n > 0, "prefill needs at least one token"
+    assert 0 <= ids.min() and ids.max() < config.vocab_size, "token id outside the vocabulary"
+    assert start + n <= config.context_length, f"{start + n} tokens exceed the context length {config.context_length}"
+    m = start + n
+    cos, sin = rope_angles(np.arange(start, m), config.head_dim, config.rope_theta)  # [n, hd/2] each
+    keys = np.empty((config.n_layers, config.n_kv_heads, m, config.head_dim), dtype=np.float32)  # [L, K, m, hd]
+    values = np.empty_like(keys)
+    keys[:, :, :start], values[:, :, :start] = cache.keys, cache.values
+    x = weights.embedding[ids]  # [n, d]
+    heads = np.empty((config.n_heads, n, config.head_dim), dtype=np.float32)  # [H, n, hd]
+    for i, layer in enumerate(weights.layers):
+        q, keys[i, :, start:], values[i, :, start:] = _project(x, layer, config, cos, sin)
+        for b in range(0, n, PREFILL_CHUNK):  # queries b … e-1 see keys 0 … start+e-1
+            e = min(b + PREFILL_CHUNK, n)
+            heads[:, b:e], _ = grouped_attention(q[:, b:e], keys[i, :, :start + e], values[i, :, :start + e])
+        x = _finish(x, heads, layer, config)
+    return x[-1], KVCache(keys=keys, values=values)
 
 
 def next_token_logits(model: LlamaModel, ids, cache: KVCache | None = None) -> tuple[np.ndarray, KVCache]:
     # [n] -> [V], cache
-    """The logits of the token after ``ids`` (run after ``cache``), and the cache with ``ids`` in it.
-
-    A long prompt runs in chunks of :data:`PREFILL_CHUNK` tokens, each after the cache of those
-    before it (the same numbers, to float32 rounding): one call over 8,192 tokens would hold
-    attention scores of H·n² floats, 2.4 GB a layer for SmolLM2, a few times over."""
-    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
-    for start in range(0, max(len(ids), 1), PREFILL_CHUNK):  # no id: forward's own assertion
-        out = forward(model.weights, model.config, ids[start:start + PREFILL_CHUNK], cache)
-        cache = out.cache
-    return unembed(model.weights, model.config, out.hidden_states[-1, -1]), out.cache
+    """The logits of the token after ``ids`` (run after ``cache``, by :func:`prefill`), and the
+    cache with ``ids`` in it."""
+    last, cache = prefill(model.weights, model.config, ids, cache)
+    return unembed(model.weights, model.config, last), cache
 
 
 # ---- loading a GGUF ---------------------------------------------------------------------------------

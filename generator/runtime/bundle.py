@@ -51,7 +51,7 @@ from generator.models import bert
 from generator.models.bert import BertConfig, BertModel
 from generator.models.wordpiece import MAX_SETTINGS_BYTES, MAX_VOCAB_BYTES, WordPieceTokenizer, load_tokenizer
 from generator.errors import BuildError, display_path
-from generator.filepolicy import read_limited, refused
+from generator.filepolicy import link_boundary, read_limited, refused
 from generator.runtime import accuracy, quantize
 from generator.runtime.known import identity_problem
 from generator.runtime.reference import REFERENCE_TEXTS, check_reference, reference_outputs
@@ -228,7 +228,7 @@ def _fail(path: Path, message: str) -> BuildError:
 
 
 def _read_file(path: Path, folder: Path, limit: int, listed: int | None = None) -> bytes:
-    """A bundle file's bytes under the file policy: a link out of the bundle's folder, a FIFO or a
+    """A bundle file's bytes under the file policy: a link out of ``folder``, a FIFO or a
     device refused before it is opened, its size compared with ``listed`` (what bundle.json says)
     and with ``limit`` before a byte of it is read."""
     problem = refused(path, folder)
@@ -296,12 +296,12 @@ def _tensor_views(meta: Mapping, config: BertConfig, weights: bytes, path: Path)
     return views
 
 
-def read_bundle(folder: Path) -> Bundle:
+def read_bundle(folder: Path, inside: Path | None = None) -> Bundle:
     """Read and check a bundle folder; :class:`BuildError` naming the file for any problem.
 
-    Every file is read under the file policy (:func:`_read_file`): a link out of the bundle's
-    folder (a LICENSE linked to /etc/passwd would be published), a FIFO or a device is refused
-    before it is opened, and a file's size is compared with what bundle.json lists before it is read.
+    Every file is read under the file policy (:func:`_read_file`): a link out of ``inside`` (the content
+    folder holding the bundle, else the bundle's folder: a LICENSE linked to /etc/passwd would be published),
+    a FIFO or a device is refused before it is opened, a file's size compared with bundle.json's before it is read.
 
     Checked: bundle.json's format, version, config, quantization and model card and checkpoint
     (:mod:`.known`: a known checkpoint's exact export); every listed file there with the listed
@@ -309,11 +309,11 @@ def read_bundle(folder: Path) -> Bundle:
     of the config, inside weights.bin, aligned; the tokenizer loading and its vocabulary fitting the
     embedding table; every weight finite; the reference outputs stored at export (:mod:`.reference`).
     """
-    folder = Path(folder)
+    folder, boundary = Path(folder), link_boundary(Path(folder), inside)
     if not folder.is_dir():
         raise _fail(folder, "model bundle folder not found" if not folder.exists() else "expected a model bundle folder but found a file")
     meta_path = folder / BUNDLE_FILE
-    raw = _read_file(meta_path, folder, MAX_META_BYTES)
+    raw = _read_file(meta_path, boundary, MAX_META_BYTES)
     try:
         meta = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -342,7 +342,7 @@ def read_bundle(folder: Path) -> Bundle:
         if not (isinstance(entry, dict) and type(entry.get("bytes")) is int and entry["bytes"] >= 0
                 and isinstance(entry.get("sha256"), str)):
             raise _fail(meta_path, f"'files' entry for {name} needs 'bytes' and 'sha256'")
-        data = _read_file(path, folder, _LIMITS[name], entry["bytes"])
+        data = _read_file(path, boundary, _LIMITS[name], entry["bytes"])
         if _sha256(data) != entry["sha256"]:
             raise _fail(path, f"SHA-256 differs from the one {BUNDLE_FILE} lists: the file is corrupt")
         contents[name] = data
@@ -350,7 +350,7 @@ def read_bundle(folder: Path) -> Bundle:
     for name, array in tensors.items():
         if array.dtype.kind == "f" and not np.isfinite(array).all():
             raise _fail(folder / WEIGHTS_FILE, f"tensor {name!r} holds NaN or infinite values")
-    tokenizer = load_tokenizer(folder, folder)
+    tokenizer = load_tokenizer(folder, boundary)
     largest = max(tokenizer.vocab.values())
     if largest >= config.vocab_size:
         raise _fail(folder / VOCAB_FILE, f"vocabulary has ids up to {largest} but the model has {config.vocab_size} token embeddings")

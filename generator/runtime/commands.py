@@ -184,6 +184,16 @@ def _check_next_args(args: argparse.Namespace) -> None:
 
 
 def cmd_next(args: argparse.Namespace) -> int:  # needs no site
+    from threadpoolctl import threadpool_limits
+
+    # One BLAS thread: a prompt's products are many and mid-sized (attention, 256 queries at a
+    # time), and where the cores are shared a second OpenBLAS thread spins more than it computes:
+    # a 6,001-token prompt took 4x the CPU with two threads as with one (docs/decoder.md).
+    with threadpool_limits(1):
+        return _next(args)
+
+
+def _next(args: argparse.Namespace) -> int:
     from generator.models import bpe, llama, sampling
 
     _check_next_args(args)

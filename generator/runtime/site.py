@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import BuildError, display_path
+from generator.filepolicy import link_boundary  # noqa: F401  (the kinds' way to it: the folder a model's links may lead within)
 from generator.runtime.bundle import BUNDLE_FILE, Bundle, export_bundle, file_sha256, read_bundle
 from generator.runtime import decoder
 from generator.runtime.pagefiles import PageFiles, page_files
@@ -61,16 +62,18 @@ def _stamp(folder: Path) -> tuple:
         return ()
 
 
-def bundle_at(folder: Path) -> Bundle:
+def bundle_at(folder: Path, inside: Path | None = None) -> Bundle:
     """The bundle in ``folder``, read and every byte checked (:func:`read_bundle`) once per process
-    while its files stay the same. Raises BuildError naming the file for anything wrong."""
+    while its files stay the same. ``inside``: the folder its files' links may lead within (the
+    site's content folder, as for every content file; None: the bundle's own folder). Raises
+    BuildError naming the file for anything wrong."""
     folder = Path(folder).resolve()
-    return _read(folder, _stamp(folder))
+    return _read(folder, Path(inside).resolve() if inside is not None else None, _stamp(folder))
 
 
 @functools.lru_cache(maxsize=4)
-def _read(folder: Path, stamp: tuple) -> Bundle:
-    return read_bundle(folder)
+def _read(folder: Path, inside: Path | None, stamp: tuple) -> Bundle:
+    return read_bundle(folder, inside)
 
 
 _PAGE_FILES: dict[tuple[Path, tuple], tuple[str, PageFiles]] = {}  # (folder, stamp) -> id, files or names only
@@ -86,7 +89,7 @@ def _files_of(bundle: Bundle, keep: bool = True) -> tuple[str, PageFiles]:
     key = (folder, _stamp(folder))
     found = _PAGE_FILES.get(key)
     if found is None or (keep and not found[1].files):
-        found = (bundle_id(_read(*key)), page_files(_read(*key), keep=keep))
+        found = (bundle_id(bundle), page_files(bundle, keep=keep))
         if len(_PAGE_FILES) >= _PAGE_FILES_MAX:
             _PAGE_FILES.pop(next(iter(_PAGE_FILES)))
         _PAGE_FILES[key] = found

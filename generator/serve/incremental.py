@@ -16,11 +16,10 @@ compute  ``compute_lab`` (the lab kind's NumPy precomputation and its checks) is
          hash of what it reads, as its kind declares (``LabKind.compute_inputs``: the kind's
          spec, its own quiz questions, the options, and the bytes of any file it reads).
          Prose, FAQ and ordinary quiz edits never recompute.
-render   when the site settings, the list of labs or the theme changed, every page is rendered
-         again (``Renderer.render_site``); otherwise only the pages of the labs whose content or
-         payload changed and their neighbours (prev/next), and their topic pages and the index
-         when an attribute of a changed lab that those pages read changed (the renderer notes
-         what they read: ``Renderer.shown_fields``).
+render   every page again (``Renderer.render_site``) when the site settings, the list of labs or the
+         theme changed; otherwise the pages of the labs whose content or payload changed, and their
+         neighbours', topic pages and index when an attribute of the lab those pages read changed
+         (noted as they render: ``Renderer.beside_fields``, ``.shown_fields``): a gist edit, one page.
 links    a lab page's links are collected when it is rendered, the other pages' when their
          bytes changed; one :class:`~generator.links.LinkChecker` checks a page again only when
          its links changed or a page it links to gained or lost an id.
@@ -95,6 +94,7 @@ class _Rendered:
     files: dict[str, bytes]  # without the build marker
     links: dict[str, PageLinks]  # of every page in files
     shown: frozenset[str]  # the attributes of a lab the index and topic pages read (Renderer.shown_fields)
+    beside: frozenset[str]  # the attributes of a lab its neighbours' pages read (Renderer.beside_fields)
 
 
 def _compute_key(lab: Lab, options: Mapping[str, Any]) -> str:
@@ -277,11 +277,10 @@ class SiteBuilder:
     def _every_problem(self, source: SiteSource, entries: list[_LabEntry], problems: list[Diagnostic],
                        theme_touched: bool) -> list[Diagnostic]:
         """The mistakes of a site that has some (``problems``: the site's and the labs' load errors),
-        exactly as ``labs build`` reports them: each lab
-        computed and rendered as far as it goes (a lab with load errors too), then the link
-        problems of the pages that could be drawn (:func:`generator.pipeline.check_lab`,
-        :func:`generator.pipeline.site_problems`). Nothing of it is kept for the next rebuild but
-        the computed payloads."""
+        exactly as ``labs build`` reports them: each lab computed and rendered as far as it goes (a
+        lab with load errors too), then the link problems of the pages that could be drawn
+        (:func:`generator.pipeline.check_lab`, :func:`generator.pipeline.site_problems`). Nothing
+        of it is kept for the next rebuild but the computed payloads."""
         loaded = {slug: LoadedLab(e.lab, e.diagnostics, e.asked, e.partial, e.lost)
                   for slug, e in zip(source.order, entries, strict=True)}
         content, _ = assemble_partial(source, [(e.lab or e.partial, e.diagnostics) for e in entries])
@@ -334,7 +333,7 @@ class SiteBuilder:
                           if path.endswith(".html") and path not in links})
             changed = [lab.slug for lab in labs if previous is None or previous.labs.get(lab.slug) != inputs[lab.slug]]
             rendered = _Rendered(key, inputs, {lab.slug: tuple(m.files) for lab, m in zip(labs, made, strict=True)},
-                                 files, links, frozenset(renderer.shown_fields))
+                                 files, links, frozenset(renderer.shown_fields), frozenset(renderer.beside_fields))
             self._rendered = rendered
             return rendered, changed, sum(p.endswith(".html") for p in files)
         changed = [lab.slug for lab in labs if previous.labs[lab.slug] != inputs[lab.slug]]
@@ -343,9 +342,11 @@ class SiteBuilder:
         index = {lab.slug: i for i, lab in enumerate(labs)}
         pages: set[int] = set()
         topics: set[str] = set()
+        def differs(slug: str, fields: frozenset[str]) -> bool:  # in an attribute some page reads of the lab
+            return any(getattr(previous.labs[slug][0], f, None) != getattr(inputs[slug][0], f, None) for f in fields)
         for slug in changed:
             i = index[slug]
-            pages.update(j for j in (i - 1, i, i + 1) if 0 <= j < len(labs))
+            pages.update(j for j in ((i - 1, i, i + 1) if differs(slug, previous.beside) else (i,)) if 0 <= j < len(labs))
             topics.update({labs[i].topic, previous.labs[slug][0].topic})
         for i in sorted(pages):
             lab = labs[i]
@@ -358,8 +359,7 @@ class SiteBuilder:
             lab_files_now[lab.slug] = tuple(made.files)
         # The index and topic pages read a few things of each lab (its card): unless one of those
         # changed, they would come out the same, and are kept as they are.
-        shown = any(getattr(previous.labs[slug][0], field, None) != getattr(inputs[slug][0], field, None)
-                    for slug in changed for field in previous.shown)
+        shown = any(differs(slug, previous.shown) for slug in changed)
         if not shown:
             topics = set()
         again = {f"topics/{topic.slug}/index.html": renderer.render_topic(topic)
@@ -369,7 +369,8 @@ class SiteBuilder:
         for path, data in again.items():
             if files.get(path) != data:
                 files[path], links[path] = data, page_links(data.decode("utf-8"))
-        rendered = _Rendered(key, inputs, lab_files_now, files, links, previous.shown | renderer.shown_fields)
+        rendered = _Rendered(key, inputs, lab_files_now, files, links, previous.shown | renderer.shown_fields,
+                             previous.beside | renderer.beside_fields)
         self._rendered = rendered
         return rendered, changed, len(pages) + len(topics) + shown
 
@@ -411,6 +412,5 @@ class SiteBuilder:
 
     @property
     def shown_fields(self) -> frozenset[str]:
-        """The attributes of a lab that the last render's index and topic pages read: an edit of
-        any other attribute renders the lab's own page and its neighbours' only."""
+        """The attributes of a lab that the last render's index and topic pages read."""
         return self._rendered.shown if self._rendered is not None else frozenset()

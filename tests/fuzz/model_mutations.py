@@ -306,7 +306,7 @@ add("tokens-examples-nine", "tokens", "error", _examples(["a"] * 9))
 add("tokens-example-only-spaces", "tokens", "error", _examples(["   ", "b"]))
 add("tokens-example-only-controls", "tokens", "either", _examples(["\u200b\u200b", "b"]))
 add("tokens-example-surrogate-escape", "tokens", "error",
-    _edit(f"{TOK}/lab.yaml", "text: The cat sat on the mat because it was tired.", 'text: "a\\ud800b"'))
+    _edit(f"{TOK}/lab.yaml", "text: Tokyo is the capital of Japan.", 'text: "a\\ud800b"'))
 add("tokens-text-20000", "tokens", "error",
     _edit(f"{TOK}/lab.yaml", "text: Tokenizers split unhappiness into pieces.", "text: " + "a" * 20_000))
 add("tokens-text-2000-one-word", "tokens", "ok",

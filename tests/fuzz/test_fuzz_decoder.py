@@ -139,22 +139,30 @@ def test_a_prompt_with_generation_beyond_the_context_is_refused_before_running(t
 
 def test_a_long_prompt_runs_in_chunks_and_gives_the_numbers_of_one_call(tiny, monkeypatch):
     """Attention over n prompt tokens in one call holds H·n² scores per layer (2.4 GB for 8,192 of
-    SmolLM2's); in chunks it holds H·chunk·n. The logits and the cache are those of one call."""
+    SmolLM2's); in chunks it holds H·chunk·m, each chunk's queries against the keys up to its last.
+    The logits and the cache are those of one call, also after a cache of earlier tokens."""
     model = llama.cached_model(tiny)
     ids = np.random.default_rng(3).integers(0, model.config.vocab_size, 60)
     whole = llama.forward(model.weights, model.config, ids)
     calls = []
-    forward = llama.forward
+    attention = llama.grouped_attention
 
-    def counted(weights, config, part, cache=None, attentions=False):
-        calls.append(len(part))
-        return forward(weights, config, part, cache, attentions)
+    def counted(q, k, v):
+        calls.append((q.shape[1], k.shape[1]))
+        return attention(q, k, v)
 
     monkeypatch.setattr(llama, "PREFILL_CHUNK", 16)
-    monkeypatch.setattr(llama, "forward", counted)
+    monkeypatch.setattr(llama, "grouped_attention", counted)
     logits, cache = llama.next_token_logits(model, ids)
-    assert calls == [16, 16, 16, 12]
+    assert calls == [(16, 16), (16, 32), (16, 48), (12, 60)] * model.config.n_layers
     expected = llama.unembed(model.weights, model.config, whole.hidden_states[-1, -1])
+    np.testing.assert_allclose(logits, expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(cache.keys, whole.cache.keys, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(cache.values, whole.cache.values, rtol=1e-4, atol=1e-5)
+    _, earlier = llama.next_token_logits(model, ids[:20])
+    calls.clear()
+    logits, cache = llama.next_token_logits(model, ids[20:], earlier)  # after a cache: positions 20 … 59
+    assert calls == [(16, 36), (16, 52), (8, 60)] * model.config.n_layers
     np.testing.assert_allclose(logits, expected, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(cache.keys, whole.cache.keys, rtol=1e-4, atol=1e-5)
 
@@ -168,3 +176,29 @@ def test_a_prompt_of_many_chunks_says_on_stderr_why_nothing_shows_yet(tiny, caps
     assert len(json.loads("\n".join(out))["ids"]) == 33  # stdout: the JSON alone
     code, _, err = run_labs(capsys, "next", "a" * 32, "--gguf", str(tiny))
     assert code == 0 and err == []  # four chunks or fewer: nothing said
+
+
+def test_labs_next_runs_the_model_on_one_blas_thread(tiny, capsys, monkeypatch):
+    """Where the cores are shared a second OpenBLAS thread spins more than it computes: a long
+    prompt took 4x the CPU with two. The prefill and every sampled step run under one thread,
+    and the limit ends with the command."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads() -> set[int]:
+        return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+    seen = []
+    prefill = llama.prefill
+
+    def counted(*args, **kwargs):
+        seen.append(blas_threads())
+        return prefill(*args, **kwargs)
+
+    monkeypatch.setattr(llama, "prefill", counted)
+    with threadpool_limits(2, user_api="blas"):  # as a 2-core machine starts it
+        assert blas_threads() == {2}, "NumPy's BLAS is not visible to threadpoolctl"
+        assert run_labs(capsys, "next", "a" * 40, "--gguf", str(tiny))[0] == 0
+        assert run_labs(capsys, "next", "Hello", "--gguf", str(tiny), "--generate", "3", "--seed", "1")[0] == 0
+        after = blas_threads()
+    assert len(seen) >= 4 and all(threads == {1} for threads in seen), seen
+    assert after == {2}

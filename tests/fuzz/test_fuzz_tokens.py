@@ -54,3 +54,11 @@ def test_a_vocabulary_too_large_for_the_page_is_refused_at_its_key(project, caps
     line = edit(project, "lab.yaml", "vocabulary: ../../models/all-minilm-l6-v2", "vocabulary: ../../models/huge-vocab")
     assert any("holds 250,005 pieces" in e and "at most 250,000" in e
                for e in errors_at(capsys, project, "lab.yaml", line))
+
+
+@pytest.mark.parametrize("choice", ["9" * 20, "12"])
+def test_a_piece_count_choice_no_text_of_that_length_can_have_is_an_error_at_it(project, capsys, choice):
+    # "unhappiness" is 11 bytes, and a piece holds one at least: 12 pieces or 10^20 cannot be offered
+    line = edit(project, "quiz.yaml", "choices: [1, 3, 4, 11]", f"choices: [1, 3, 4, {choice}]")
+    assert any(f"{choice} pieces cannot be a choice: 'unhappiness' is 11 bytes" in e
+               for e in errors_at(capsys, project, "quiz.yaml", line))

@@ -46,7 +46,7 @@ def bundle_of(spec) -> Any:
     from generator.runtime.site import bundle_at
 
     try:
-        return bundle_at(spec.bundle)
+        return bundle_at(spec.bundle, spec.content)
     except BuildError as exc:
         raise ContentError([Diagnostic(*spec.bundle_at, f"bundle {display_path(spec.bundle)}/ cannot be used: "
                                        f"{str(exc).replace(' error: ', ' ', 1)}")]) from None

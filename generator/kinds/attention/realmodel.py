@@ -130,6 +130,7 @@ class ModelSpec:
     bundle_at: tuple[str, int, int] | None = None  # where `bundle:` is written
     max_drift: float | None = None  # points: the most the lab lets the bundle move a weight (inpage.py)
     max_drift_at: tuple[str, int, int] | None = None  # where `max_drift:` is written
+    content: Path | None = None  # the site's content folder: links in the bundle may lead within it
 
 
 def read_max_drift(reader: Reader, where: tuple, bundle_name: str | None) -> float | None:
@@ -197,17 +198,14 @@ def read_model(reader: Reader, where: tuple, widget, lab_dir: Path) -> ModelSpec
     if not (name and cache):
         return None
     line, col = reader.doc.position(where, key=True)
-    sentence_at = {}
-    for s_index, s in enumerate(widget.sentences if widget else ()):
-        sline, scol = reader.doc.position(("widget", "sentences", s_index, "text"))
-        sentence_at[s.id] = (reader.doc.path, sline, scol)
-    for f, at in finder:
-        sentence_at[f.id] = at
+    sentence_at = {s.id: (reader.doc.path, *reader.doc.position(("widget", "sentences", i, "text")))
+                   for i, s in enumerate(widget.sentences if widget else ())} | {f.id: at for f, at in finder}
     checkpoint_at = (reader.doc.path, *reader.doc.position(where + ("checkpoint",))) if checkpoint else None
     bundle_at = (reader.doc.path, *reader.doc.position(where + ("bundle",))) if bundle else None
     max_drift_at = (reader.doc.path, *reader.doc.position(where + ("max_drift",))) if max_drift is not None else None
     return ModelSpec(name, cache, display_path(cache), checkpoint, tuple(relations), (reader.doc.path, line, col),
-                     sentence_at, tuple(f for f, _ in finder), checkpoint_at, bundle, bundle_at, max_drift, max_drift_at)
+                     sentence_at, tuple(f for f, _ in finder), checkpoint_at, bundle, bundle_at, max_drift, max_drift_at,
+                     reader.content)
 
 
 def _read_word(reader: Reader, where: tuple, written: str, words: tuple[str, ...]) -> int | None:

@@ -165,7 +165,7 @@ class EmbeddingsKind(LabKind):
         from generator.runtime.site import bundle_at, page_ref
 
         name, data = lazy_script("item-vectors.js", "embeddingVectors", vectors)
-        bundle = bundle_at(spec.runtime)
+        bundle = bundle_at(spec.runtime, spec.content)
         measured = bundle.meta.get("accuracy")  # what the page says of its 8-bit model: measured at export
         expect = {**measured["embedding"], "count": measured["sentences"]["count"]} if measured else None
         payload["live"] = {"vectors": name, **page_ref(bundle), "expect": expect}
@@ -175,8 +175,8 @@ class EmbeddingsKind(LabKind):
         from generator.runtime.site import bundle_at, site_files
 
         files: dict[str, bytes] = {}
-        for folder in sorted({lab.spec.runtime for lab in labs if lab.spec.runtime is not None}):
-            files.update(site_files(bundle_at(folder)))
+        for folder, content in sorted({(lab.spec.runtime, lab.spec.content) for lab in labs if lab.spec.runtime is not None}):
+            files.update(site_files(bundle_at(folder, content)))
         return files
 
     def add_commands(self, subparsers: Any) -> None:

@@ -51,6 +51,7 @@ class EmbeddingsSpec:
     runtime: Path | None  # a committed model bundle folder: live search in the page
     at: Diagnostic  # the `embeddings:` key
     runtime_checkpoint: str | None = None  # the SHA-256 of the checkpoint the runtime bundle was made from
+    content: Path | None = None  # the site's content folder: links in the runtime bundle may lead within it
 
     def entry(self, ident: str) -> Entry | None:
         return next((e for e in (*self.items, *self.queries) if e.id == ident), None)
@@ -185,7 +186,7 @@ def read_embeddings(reader: Reader, where: tuple, lab_dir: Path) -> EmbeddingsSp
         from generator.runtime.site import bundle_at
 
         try:  # read and checked once per process: a damaged file is an error here
-            recorded = bundle_at(bundle).meta.get("checkpoint")
+            recorded = bundle_at(bundle, reader.content).meta.get("checkpoint")
             checkpoint = recorded.get("sha256") if isinstance(recorded, dict) else None
             checkpoint = checkpoint if isinstance(checkpoint, str) else "(none recorded)"
         except BuildError as exc:
@@ -200,4 +201,5 @@ def read_embeddings(reader: Reader, where: tuple, lab_dir: Path) -> EmbeddingsSp
     if len(reader.diags.items) > errors:
         return None
     return EmbeddingsSpec(prompt, tuple(items), tuple(queries), lab_dir / store, store, neighbours or 5, rag_query,
-                          rag_k, tuple(claims), bundle, reader.doc.diagnostic(where, "", key=True), checkpoint)
+                          rag_k, tuple(claims), bundle, reader.doc.diagnostic(where, "", key=True), checkpoint,
+                          reader.content)

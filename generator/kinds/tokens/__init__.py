@@ -78,7 +78,7 @@ def _listed(pieces, ids, unk: str, special: tuple[int, ...] = ()) -> list[list]:
 
 def compute_payload(spec: TokensSpec) -> dict[str, Any]:
     tokenizer = spec.tokenizer()
-    refs = vocabulary.page_refs(Path(spec.vocabulary))
+    refs = vocabulary.page_refs(Path(spec.vocabulary), spec.content)
     vocab = refs["vocab_script"]
     positions = refs["positions"]
     start = count(spec.text, tokenizer)
@@ -143,9 +143,14 @@ def _picked(pick: str, piece: str, unk: str) -> bool:
 def _read_count_question(reader: Reader, where: tuple, qid: str, text: str, counted, which: str) -> KindQuestion | None:
     choices: list[int] = []
     items = reader.sequence(where + ("choices",)) or []
+    most = len(text.encode("utf-8"))  # every piece, WordPiece's or byte-level BPE's, holds a byte of the text at least
     for i, _ in enumerate(items):
         n = reader.integer(where + ("choices", i), minimum=0)
-        if n is not None and n in choices:
+        if n is not None and n > most:
+            reader.error(where + ("choices", i), f"{n} pieces cannot be a choice: {text!r} is {most:,} bytes of UTF-8, "
+                                                 f"and every piece holds one at least")
+            n = None
+        elif n is not None and n in choices:
             reader.error(where + ("choices", i), f"{n} is listed twice")
         elif n is not None:
             choices.append(n)
@@ -272,8 +277,8 @@ class TokensKind(LabKind):
 
     def site_files(self, labs: Sequence[Lab], options: Mapping[str, Any], store: Path | None) -> Mapping[str, bytes]:
         files: dict[str, bytes] = {}
-        for folder in sorted({lab.spec.vocabulary for lab in labs if lab.spec is not None}):
-            files.update(vocabulary.site_files(Path(folder)))
+        for folder, content in sorted({(lab.spec.vocabulary, lab.spec.content) for lab in labs if lab.spec is not None}):
+            files.update(vocabulary.site_files(Path(folder), content))
         for gguf in sorted({lab.spec.bpe_gguf for lab in labs if lab.spec is not None and lab.spec.bpe_gguf}):
             files.update(bytelevel.site_files(Path(gguf)))
         return files

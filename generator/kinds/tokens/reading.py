@@ -49,12 +49,13 @@ class TokensSpec:
     examples: tuple[Example, ...]
     bpe: str = ""  # the model whose byte-level BPE the page compares with (store.MODELS), or none
     bpe_gguf: str = ""  # its GGUF as fetched, or "" when it is not: WordPiece only
+    content: Path | None = None  # the site's content folder: links in the vocabulary's folder may lead within it
 
     def example(self, example_id: str) -> Example | None:
         return next((e for e in self.examples if e.id == example_id), None)
 
     def tokenizer(self):
-        return vocabulary.tokenizer(Path(self.vocabulary))
+        return vocabulary.tokenizer(Path(self.vocabulary), self.content)
 
     def counter(self, which: str = "wordpiece"):
         """The function that counts a text's pieces with the named tokenizer (``bpe`` needs
@@ -137,7 +138,7 @@ def _vocabulary(reader: Reader, where: tuple, lab_dir: Path):
                             f"relative to the lab's folder (e.g. ../../models/all-minilm-l6-v2)")
         return None, None
     try:
-        tokenizer = vocabulary.tokenizer(folder)
+        tokenizer = vocabulary.tokenizer(folder, reader.content)
     except SiteError as exc:
         reader.error(where, f"{written!r} is not a readable vocabulary: {exc}")
         return None, None
@@ -237,4 +238,4 @@ def read_tokens(reader: Reader, where: tuple, lab_dir: Path) -> TokensSpec | Non
     if len(reader.diags.items) > before or tokenizer is None:
         return None
     return TokensSpec(str(folder), reader.value(where + ("vocabulary",)), prompt, start, word, tuple(examples),
-                      bpe_name, str(gguf) if gguf else "")
+                      bpe_name, str(gguf) if gguf else "", reader.content)

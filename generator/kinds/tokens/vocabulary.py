@@ -47,50 +47,51 @@ def _stamp(folder: Path) -> tuple:
 
 
 @functools.lru_cache(maxsize=4)
-def _plain(folder: Path, stamp: tuple) -> WordPieceTokenizer:
-    return load_tokenizer(folder, folder)  # a link out of the vocabulary's folder is not followed
+def _plain(folder: Path, inside: Path | None, stamp: tuple) -> WordPieceTokenizer:
+    return load_tokenizer(folder, site.link_boundary(folder, inside))  # no link out of content/ is followed
 
 
-def tokenizer(folder: Path) -> WordPieceTokenizer:
-    """The folder's tokenizer, read once per process while its files stay the same. Raises
-    BuildError naming the file for anything wrong."""
+def tokenizer(folder: Path, inside: Path | None = None) -> WordPieceTokenizer:
+    """The folder's tokenizer, read once per process while its files stay the same. ``inside``:
+    the folder links may lead within (the site's content folder; None: the vocabulary's own).
+    Raises BuildError naming the file for anything wrong."""
     folder = Path(folder).resolve()
-    return site.bundle_at(folder).tokenizer if is_bundle(folder) else _plain(folder, _stamp(folder))
+    return site.bundle_at(folder, inside).tokenizer if is_bundle(folder) else _plain(folder, inside, _stamp(folder))
 
 
 @functools.lru_cache(maxsize=4)
-def _plain_files(folder: Path, stamp: tuple) -> tuple[str, dict[str, bytes], str, str]:
+def _plain_files(folder: Path, inside: Path | None, stamp: tuple) -> tuple[str, dict[str, bytes], str, str]:
     code_name, code = code_script()
-    vocab = json_for_script(tokenizer_data(_plain(folder, stamp)))
+    vocab = json_for_script(tokenizer_data(_plain(folder, inside, stamp)))
     vocab_name = fingerprint("model-vocab.js", vocab.encode("utf-8"))
     script = data_script(vocab_name, vocab)
     ident = "vocab-" + hashlib.sha256(script).hexdigest()[:16]
     return ident, {code_name: code, vocab_name: script}, code_name, vocab_name
 
 
-def site_files(folder: Path) -> dict[str, bytes]:
+def site_files(folder: Path, inside: Path | None = None) -> dict[str, bytes]:
     """The files the page of a lab with this vocabulary loads, by path in the site."""
     folder = Path(folder).resolve()
     if is_bundle(folder):
-        return site.site_files(site.bundle_at(folder))
-    ident, files, _, _ = _plain_files(folder, _stamp(folder))
+        return site.site_files(site.bundle_at(folder, inside))
+    ident, files, _, _ = _plain_files(folder, inside, _stamp(folder))
     return {f"{SITE_FOLDER}/{ident}/{name}": data for name, data in files.items()}
 
 
-def page_refs(folder: Path) -> dict:
+def page_refs(folder: Path, inside: Path | None = None) -> dict:
     """What the page needs: the URLs (relative to the lab page) of the runtime's code and of the
     vocabulary script, the vocabulary script's bytes, the model's name and its number of positions
     (None for a plain vocabulary)."""
     folder = Path(folder).resolve()
     if is_bundle(folder):
-        bundle = site.bundle_at(folder)
+        bundle = site.bundle_at(folder, inside)
         ref = site.page_ref(bundle)
         files = site.site_files(bundle)
         vocab_path = next(p for p in files if p.rsplit("/", 1)[-1].startswith("model-vocab."))
         return {"code": ref["code"], "vocab": ref["code"].rsplit("/", 1)[0] + "/" + vocab_path.rsplit("/", 1)[-1],
                 "vocab_script": files[vocab_path], "model": ref["model"],
                 "positions": bundle.config.max_position_embeddings}
-    ident, files, code_name, vocab_name = _plain_files(folder, _stamp(folder))
+    ident, files, code_name, vocab_name = _plain_files(folder, inside, _stamp(folder))
     base = f"{_FROM_LAB_PAGE}{SITE_FOLDER}/{ident}/"
     return {"code": base + code_name, "vocab": base + vocab_name, "vocab_script": files[vocab_name],
             "model": None, "positions": None}
