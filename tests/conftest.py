@@ -373,3 +373,20 @@ def bundle_work_once(monkeypatch):
     monkeypatch.setattr(bundle, "bundle_files", bundle_files)
     monkeypatch.setattr(accuracy, "measure", measured)
 
+
+@pytest.fixture(scope="session")
+def transformers_smollm2():
+    """transformers' SmolLM2-135M-Instruct from the fetched GGUF, float32, on one thread (as
+    NumPy's BLAS in the tests it is compared with), as ``(torch, model)``: loading it dequantizes
+    and renames 272 tensors in Python, so it is loaded once a session."""
+    from llama_fixtures import smollm2_gguf
+
+    torch = reference("torch")
+    transformers = reference("transformers")
+    reference("accelerate")
+    path = smollm2_gguf()
+    model = transformers.AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield torch, model.eval()
+    torch.set_num_threads(threads)
