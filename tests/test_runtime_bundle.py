@@ -40,11 +40,18 @@ def checkpoint(tmp_path_factory) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def exported(checkpoint, tmp_path_factory) -> Path:
+    """The tiny checkpoint's bundle, exported once for the module (test_export_twice_… exports its own)."""
+    return export_bundle(checkpoint, tmp_path_factory.mktemp("tiny-bundle") / "bundle")
+
+
 @pytest.fixture
-def tiny(checkpoint, tmp_path, monkeypatch) -> Path:
-    """A fresh bundle of the tiny checkpoint at ./bundle (paths in messages are relative to the cwd)."""
+def tiny(exported, tmp_path, monkeypatch) -> Path:
+    """A fresh copy of the tiny checkpoint's bundle at ./bundle, for the test to damage (paths in
+    messages are relative to the cwd)."""
     monkeypatch.chdir(tmp_path)
-    return export_bundle(checkpoint, tmp_path / "bundle")
+    return Path(shutil.copytree(exported, tmp_path / "bundle"))
 
 
 def files_of(folder: Path) -> dict[str, bytes]:
