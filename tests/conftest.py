@@ -298,3 +298,100 @@ def sampling_data(html: str, beside) -> dict:
         for context in data["contexts"]:
             context["p"] = rows.get(context["id"], context["p"])
     return data
+
+
+# -- work several tests repeat on the same inputs, done once a session ------------------------------
+
+def content_key(*parts) -> str:
+    """A SHA-256 of what ``parts`` hold: arrays by dtype, shape and bytes, dataclasses field by
+    field, mappings and sequences item by item, anything else by its repr. Two keys are equal
+    only when the inputs are, so a result kept under one is the result of computing it again."""
+    import dataclasses
+
+    import numpy as np
+
+    digest = hashlib.sha256()
+
+    def feed(x) -> None:
+        if isinstance(x, np.ndarray):
+            digest.update(f"array {x.dtype.str} {x.shape}".encode())
+            digest.update(np.ascontiguousarray(x).tobytes())
+        elif dataclasses.is_dataclass(x) and not isinstance(x, type):
+            digest.update(f"{type(x).__qualname__}(".encode())
+            for field in dataclasses.fields(x):
+                digest.update(field.name.encode())
+                feed(getattr(x, field.name))
+            digest.update(b")")
+        elif isinstance(x, dict) or hasattr(x, "items") and hasattr(x, "keys"):
+            digest.update(f"{type(x).__qualname__}{{".encode())
+            for key, value in x.items():
+                feed(key)
+                feed(value)
+            digest.update(b"}")
+        elif isinstance(x, (list, tuple)):
+            digest.update(f"{type(x).__qualname__}[{len(x)}".encode())
+            for item in x:
+                feed(item)
+            digest.update(b"]")
+        else:
+            digest.update(f"{type(x).__qualname__}:{x!r};".encode())
+
+    for part in parts:
+        feed(part)
+    return digest.hexdigest()
+
+
+def folder_key(folder: Path) -> str:
+    """A SHA-256 of every file under ``folder``: its relative path and its bytes."""
+    return content_key(tree(folder))
+
+
+_BUNDLES: dict[str, dict[str, bytes]] = {}
+_ACCURACY: dict[str, dict] = {}
+
+
+@pytest.fixture
+def bundle_work_once(monkeypatch):
+    """The model bundle's export (``bundle.bundle_files``) and its accuracy measurement
+    (``accuracy.measure``, 300 sentences through MiniLM twice) computed once a session for the same
+    inputs: the export by every file of the checkpoint folder and the model card, the measurement by
+    both models' config and weights and the checkpoint's tokenizer (all it reads). A test that
+    exports or measures what another already did gets that result; any other input is computed."""
+    import copy
+
+    from generator.runtime import accuracy, bundle
+
+    export, measure = bundle.bundle_files, accuracy.measure
+
+    def bundle_files(model_dir, card=bundle.MINILM):
+        key = content_key(folder_key(Path(model_dir)), card)
+        if key not in _BUNDLES:
+            _BUNDLES[key] = export(model_dir, card)
+        return dict(_BUNDLES[key])
+
+    def measured(small, full, count=accuracy.COUNT, seed=accuracy.SEED):
+        key = content_key(small.config, small.weights, full.config, full.weights, full.tokenizer, count, seed)
+        if key not in _ACCURACY:
+            _ACCURACY[key] = measure(small, full, count, seed)
+        return copy.deepcopy(_ACCURACY[key])
+
+    monkeypatch.setattr(bundle, "bundle_files", bundle_files)
+    monkeypatch.setattr(accuracy, "measure", measured)
+
+
+@pytest.fixture(scope="session")
+def transformers_smollm2():
+    """transformers' SmolLM2-135M-Instruct from the fetched GGUF, float32, on one thread (as
+    NumPy's BLAS in the tests it is compared with), as ``(torch, model)``: loading it dequantizes
+    and renames 272 tensors in Python, so it is loaded once a session."""
+    from llama_fixtures import smollm2_gguf
+
+    torch = reference("torch")
+    transformers = reference("transformers")
+    reference("accelerate")
+    path = smollm2_gguf()
+    model = transformers.AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield torch, model.eval()
+    torch.set_num_threads(threads)

@@ -31,13 +31,9 @@ def lab() -> dict:
 
 
 @pytest.fixture(scope="module")
-def pattern_data(tmp_path_factory) -> dict:
+def pattern_data(shipped_site) -> dict:
     """Labs.data.pattern as the built page loads it."""
-    from generator.build import build
-
-    out = tmp_path_factory.mktemp("pattern") / "site"
-    build(ROOT / "content", ROOT / "theme", out)
-    (script,) = (out / "labs" / "attention").glob("pattern.*.js")
+    (script,) = (shipped_site / "labs" / "attention").glob("pattern.*.js")
     return labs_data(script.read_text(encoding="utf-8"), "pattern")
 
 

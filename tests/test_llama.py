@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 from llama_fixtures import smollm2_gguf, write_gguf
 
-from conftest import reference
 from generator.errors import BuildError
 from generator.models import bpe, gguf_io, llama
 
@@ -284,16 +283,8 @@ def test_the_cache_gives_the_same_next_token_probabilities_within_1e_5(smollm2):
 
 
 @pytest.fixture(scope="module")
-def transformers_model():
-    torch = reference("torch")
-    transformers = reference("transformers")
-    reference("accelerate")
-    path = smollm2_gguf()
-    model = transformers.AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as NumPy's BLAS above
-    yield torch, model.eval()
-    torch.set_num_threads(threads)
+def transformers_model(transformers_smollm2):
+    return transformers_smollm2  # conftest.py: loaded once a session, on one thread as NumPy's BLAS above
 
 
 def transformers_probabilities(reference_model, ids) -> np.ndarray:
@@ -303,20 +294,48 @@ def transformers_probabilities(reference_model, ids) -> np.ndarray:
     return torch.softmax(logits, -1).numpy()
 
 
+def transformers_batch_probabilities(reference_model, batch: list[list[int]]) -> np.ndarray:  # -> [B, V]
+    """The next-token distribution after each prompt of ``batch``, in one forward pass: the prompts
+    padded on the right and masked, so each real token sees only its own prompt's tokens before it
+    at its own positions; the language-model head is applied at each prompt's last token only."""
+    torch, model = reference_model
+    n = max(len(ids) for ids in batch)
+    padded = torch.zeros((len(batch), n), dtype=torch.long)
+    mask = torch.zeros((len(batch), n), dtype=torch.long)
+    for row, ids in enumerate(batch):
+        padded[row, :len(ids)] = torch.tensor(ids)
+        mask[row, :len(ids)] = 1
+    with torch.no_grad():
+        hidden = model.model(input_ids=padded, attention_mask=mask).last_hidden_state  # [B, n, d]
+        last = hidden[torch.arange(len(batch)), torch.tensor([len(ids) - 1 for ids in batch])]  # [B, d]
+        logits = model.lm_head(last).double()
+    return torch.softmax(logits, -1).numpy()
+
+
 @pytest.mark.reference
 def test_every_next_token_probability_is_within_1e_4_of_transformers_on_120_prompts(smollm2, transformers_model):
     worst, where = 0.0, ""
     texts = prompts()
-    for text in texts:
-        ids = bpe.encode(text, smollm2.tokenizer).ids
+    batch = [list(bpe.encode(text, smollm2.tokenizer).ids) for text in texts]
+    theirs = transformers_batch_probabilities(transformers_model, batch)
+    for row, (text, ids) in enumerate(zip(texts, batch)):
         ours = llama.probabilities(llama.next_token_logits(smollm2, ids)[0])
-        theirs = transformers_probabilities(transformers_model, ids)
-        assert ours.shape == theirs.shape == (49_152,)
-        gap = float(np.abs(ours - theirs).max())
+        assert ours.shape == theirs[row].shape == (49_152,)
+        gap = float(np.abs(ours - theirs[row]).max())
         if gap > worst:
             worst, where = gap, text
     print(f"largest difference of any of 49,152 probabilities over {len(texts)} prompts: {worst:.2e} ({where!r})")
     assert worst < 1e-4, (worst, where)
+
+
+@pytest.mark.reference
+def test_the_batched_reference_is_the_one_prompt_reference(smollm2, transformers_model):
+    """Padding and masking change no prompt's distribution: the batch above stands for 120 runs."""
+    texts = ["The capital of France is", "Hi", "<|im_start|>user\nWhat is 7 times 8?<|im_end|>\n"]
+    batch = [list(bpe.encode(text, smollm2.tokenizer).ids) for text in texts]
+    together = transformers_batch_probabilities(transformers_model, batch)
+    for row, ids in enumerate(batch):
+        np.testing.assert_allclose(together[row], transformers_probabilities(transformers_model, ids), rtol=0, atol=1e-6)
 
 
 @pytest.mark.reference

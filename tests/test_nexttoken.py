@@ -209,14 +209,11 @@ def test_labs_new_next_token_builds_with_no_warning(tmp_path, monkeypatch, capsy
 
 
 @pytest.mark.reference
-def test_the_stored_probabilities_are_transformers_within_half_a_point_and_the_lens_is_numpy():
-    torch = reference("torch")
-    transformers = reference("transformers")
-    reference("accelerate")
+def test_the_stored_probabilities_are_transformers_within_half_a_point_and_the_lens_is_numpy(transformers_smollm2):
     from generator.models import llama
 
+    torch, model = transformers_smollm2
     path = smollm2_gguf()
-    model = transformers.AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
     worst = 0.0
     for text, record in _stored()["text"].items():
         with torch.no_grad():

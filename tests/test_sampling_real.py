@@ -33,11 +33,11 @@ def lab():
 
 
 @pytest.fixture(scope="module")
-def page():
-    files, _ = build_files(ROOT / "content", None)
-    html = files["labs/sampling/index.html"].decode()
-    data = sampling_data(html, lambda name: files[f"labs/sampling/{name}"].decode())
-    return data, files[f"labs/sampling/{data['tail_src']}"].decode()
+def page(shipped_site):
+    folder = shipped_site / "labs" / "sampling"  # conftest.py: the shipped course, built once a session
+    html = (folder / "index.html").read_bytes().decode()
+    data = sampling_data(html, lambda name: (folder / name).read_bytes().decode())
+    return data, (folder / data["tail_src"]).read_bytes().decode()
 
 
 def test_the_stored_file_is_what_labs_decode_computes_and_is_current(lab):

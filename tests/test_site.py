@@ -56,6 +56,8 @@ class Site:
 @pytest.fixture(scope="module", params=sorted(SITES), ids=sorted(SITES))
 def site(request, tmp_path_factory) -> Site:
     content = SITES[request.param]
+    if request.param == "shipped":  # built once a session (conftest.py), and only read here
+        return Site(content, request.getfixturevalue("shipped_site"))
     out = tmp_path_factory.mktemp(request.param) / "site"
     build(content, ROOT / "theme", out)
     return Site(content, out)
