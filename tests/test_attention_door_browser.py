@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
-    _watched_context, axe, context, drawn, head_select, open_lab, page, percentages, sentence_select, settle, shipped, sites,
+    _watched_context, axe, axe_clean, context, drawn, head_select, open_lab, page, percentages, sentence_select, shipped, sites,
     watch, words,
 )
 
@@ -171,9 +171,7 @@ def test_axe_finds_no_violations_on_a_sentence_with_real_heads_only(page, shippe
     page.locator("#sl-pattern summary").click()
     expect(page.locator("table.sl-pat")).to_be_visible()
     drawn(page)
-    settle(page)
-    results = axe.run(page)
-    assert results.violations_count == 0, results.generate_report()
+    axe_clean(page, axe)
 
 
 CHECK = """(S) => {

@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
-    LAB, _watched_context, axe, context, drawn, head_select, open_lab, page, percentages, settle, shipped, sites, watch, words,
+    LAB, _watched_context, axe, axe_clean, context, drawn, head_select, open_lab, page, percentages, shipped, sites, watch, words,
 )
 
 from generator.kinds.attention import teaching
@@ -167,6 +167,4 @@ def test_axe_finds_no_violations_with_the_box_in_use(page, shipped, axe, scheme)
     _shown(page, "")
     page.get_by_label(re.compile("^Tag of “grey”")).focus()
     drawn(page)  # judged as drawn, not dimmed while a file beside the page loads
-    settle(page)
-    results = axe.run(page)
-    assert results.violations_count == 0, results.generate_report()
+    axe_clean(page, axe)

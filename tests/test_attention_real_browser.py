@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
-    _Handler, _watched_context, axe, context, head_select, open_lab, page, sentence_select, settle, shipped, sites, watch,
+    _Handler, _watched_context, axe, axe_clean, context, head_select, open_lab, page, sentence_select, shipped, sites, watch,
     words,
 )
 
@@ -187,9 +187,7 @@ def test_axe_is_clean_with_the_real_model_views_open(page, shipped, axe, scheme)
     expect(page.locator("#sl-model")).to_have_attribute("open", "")
     page.locator("#sl-pattern summary").click()
     expect(page.locator("table.sl-pat")).to_be_visible()
-    settle(page)
-    results = axe.run(page)
-    assert results.violations_count == 0, results.generate_report()
+    axe_clean(page, axe)
 
 
 def test_the_choice_and_its_download_note_fit_a_phone(browser, watch, shipped):

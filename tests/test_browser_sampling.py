@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import sampling_data
 from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
-    ARTIFACTS, WHERE, _watched_context, axe, context, everything_in, page, settle, shipped, sites, watch,
+    ARTIFACTS, WHERE, _watched_context, axe, axe_clean, context, everything_in, page, settle, shipped, sites, watch,
 )
 
 from generator.models import decoding
@@ -177,9 +177,7 @@ def test_axe_finds_no_violations_on_the_sampling_lab(page, shipped, axe, scheme)
     page.locator("#sa-topk").select_option("3")
     _cut(page)
     everything_in(page)
-    settle(page)
-    results = axe.run(page)
-    assert results.violations_count == 0, results.generate_report()
+    axe_clean(page, axe)
 
 
 @pytest.mark.parametrize("width,height", [(1280, 800), (375, 812)], ids=["desktop", "phone"])

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import lab_data
 from test_browser import (  # noqa: F401 — fixtures shared with the attention lab's browser tests
-    ARTIFACTS, WHERE, _watched_context, axe, context, everything_in, page, settle, shipped, sites, watch,
+    ARTIFACTS, WHERE, _watched_context, axe, axe_clean, context, everything_in, page, shipped, sites, watch,
 )
 
 pytestmark = pytest.mark.browser
@@ -133,9 +133,7 @@ def test_axe_finds_no_violations_on_the_embeddings_lab(page, shipped, axe, schem
     _open(page, shipped)
     page.locator("#em-matrix").focus()
     everything_in(page)
-    settle(page)
-    results = axe.run(page)
-    assert results.violations_count == 0, results.generate_report()
+    axe_clean(page, axe)
 
 
 def test_first_visit_of_the_embeddings_lab_is_at_most_35_kb_gzip(shipped):
