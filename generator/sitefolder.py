@@ -147,8 +147,9 @@ def write_site(files: dict[str, bytes], output: Path, cancel: threading.Event | 
 # How many forks are under way in this process. Python runs os.fork's callbacks in the parent
 # (logging's lock, for one) as plain functions whose exceptions it prints and drops, so a stop
 # raised inside one would be lost, and raised before logging's lock is released, would leave it
-# held. Registered after logging and concurrent.futures are imported, so these are the outermost
-# callbacks: "before" runs first and "after" last.
+# held. Registered after logging is imported (above), so these bracket its callbacks: "before"
+# runs first and "after" last. (The only other parent-side ones in the standard library,
+# concurrent.futures.thread's, are a lock's own methods: no Python code runs in them.)
 _forking = 0
 
 
@@ -166,8 +167,6 @@ def _forked() -> None:
     global _forking
     _forking = 0
 
-
-import concurrent.futures.process  # noqa: E402,F401  (its forks' callbacks must be inside ours)
 
 os.register_at_fork(before=_fork_begins, after_in_parent=_fork_ends, after_in_child=_forked)
 
