@@ -86,6 +86,29 @@ def test_largest_remainder_adds_up_exactly(values, total):
         assert (np.abs(out - exact) < 1 + 1e-6).all()
 
 
+def _by_sorting(values, total):  # the rule as written: floor, then a stable sort of the remainders
+    x = np.asarray(values, dtype=np.float64)
+    whole = x.sum(axis=-1, keepdims=True)
+    raw = np.divide(x * total, whole, out=np.zeros_like(x), where=whole > 0)
+    out = np.floor(raw).astype(np.int64)
+    left = np.where(whole[..., 0] > 0, total - out.sum(axis=-1), 0)
+    order = np.argsort(-(raw - out), axis=-1, kind="stable")
+    bonus = (np.arange(x.shape[-1]) < left[..., None]).astype(np.int64)
+    np.put_along_axis(out, order, np.take_along_axis(out, order, axis=-1) + bonus, axis=-1)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 7), min_size=5, max_size=5), min_size=1, max_size=4),
+       st.integers(0, 1000), st.sampled_from([1.0, 3.0, 1e-3]))
+def test_largest_remainder_gives_the_units_as_a_stable_sort_of_the_remainders_would(rows, total, scale):
+    """The units left after the floors go to the largest remainders, found without sorting the
+    row: the same integers as sorting it, ties (small integers make many) to the lower index."""
+    values = np.asarray(rows, dtype=np.float64) * scale  # [r, 5]
+    assert decoding.largest_remainder(values, total).tolist() == _by_sorting(values, total).tolist()
+    assert decoding.largest_remainder(values[0], total).tolist() == _by_sorting(values[0], total).tolist()
+
+
 def test_largest_remainder_ties_go_to_the_lower_index():
     assert decoding.largest_remainder([1, 1, 1], 100).tolist() == [34, 33, 33]
     assert decoding.to_parts([[0.5, 0.5], [1.0, 0.0]]).tolist() == [[50000, 50000], [100000, 0]]
@@ -391,3 +414,13 @@ def test_the_real_lab_builds_with_its_claims(in_tmp):
     data = lab_data(page, text=True)
     assert len(data) < 12000  # a few KB: the top tokens and the rest's total; the tail is a file of its own
     assert "a real model" in page and data.count('"ids"') == 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 3), max_size=40))
+def test_the_tail_is_its_parts_as_runs_of_equal_values(parts):
+    from generator.kinds.sampling.real import tail_runs
+
+    runs = tail_runs(sorted(parts, reverse=True))
+    assert [value for value, count in runs for _ in range(count)] == sorted(parts, reverse=True)
+    assert all(count > 0 for _, count in runs) and all(a[0] != b[0] for a, b in zip(runs, runs[1:]))

@@ -39,11 +39,22 @@ def largest_remainder(values, total: int):  # [..., n] -> [..., n] int64
     raw = np.divide(x * total, whole, out=np.zeros_like(x), where=whole > 0)  # [..., n]
     out = np.floor(raw).astype(np.int64)  # [..., n]
     left = np.where(whole[..., 0] > 0, total - out.sum(axis=-1), 0)  # [...]
-    # Stable sort on the negated remainder: largest first, the lower index first among equals.
-    order = np.argsort(-(raw - out), axis=-1, kind="stable")  # [..., n]
-    bonus = (np.arange(x.shape[-1]) < left[..., None]).astype(np.int64)  # [..., n], in rank order
-    np.put_along_axis(out, order, np.take_along_axis(out, order, axis=-1) + bonus, axis=-1)
+    rest = raw - out  # [..., n], each in [0, 1)
+    for row in np.ndindex(left.shape):  # one more unit to the ``left[row]`` largest remainders
+        k = min(int(left[row]), x.shape[-1])
+        if k > 0:
+            out[row][_largest(rest[row], k)] += 1
     return out
+
+
+def _largest(values, k: int):  # [n], 0 < k <= n -> [k] indexes
+    """The indexes of the ``k`` largest ``values``, the lower index first among equals: the first
+    ``k`` of a stable sort from the largest, found without sorting the row (a vocabulary is
+    tens of thousands of values, and ``k`` is at most the few units the floors left over)."""
+    cut = -np.partition(-values, k - 1)[k - 1]  # the k-th largest value
+    above = np.flatnonzero(values > cut)  # [< k], all of them taken
+    level = np.flatnonzero(values == cut)  # ascending: the lower indexes first
+    return np.concatenate([above, level[:k - len(above)]])
 
 
 def to_parts(probs, total: int = PARTS):  # [..., n] -> [..., n] int64

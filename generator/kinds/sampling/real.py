@@ -67,13 +67,12 @@ def stored_context(stored: decoded.Store, text: str, chat: bool, at: Diagnostic
 def tail_runs(parts) -> list[list[int]]:  # [m] ints, non-increasing -> [[value, count], ...]
     """The parts of the tokens past the top ones, in rank order, as runs of equal values: what the
     page needs to cut and draw over the whole vocabulary without naming each token."""
-    runs: list[list[int]] = []
-    for value in np.asarray(parts).tolist():
-        if runs and runs[-1][0] == value:
-            runs[-1][1] += 1
-        else:
-            runs.append([int(value), 1])
-    return runs
+    parts = np.asarray(parts)  # [m]
+    if parts.size == 0:
+        return []
+    starts = np.concatenate([[0], np.flatnonzero(parts[1:] != parts[:-1]) + 1])  # [r], where each run begins
+    counts = np.diff(np.append(starts, parts.size))  # [r]
+    return [[v, c] for v, c in zip(parts[starts].tolist(), counts.tolist())]
 
 
 def top_tokens(probs) -> list[int]:  # [V] -> the TOP listed token ids, most likely first
