@@ -24,6 +24,7 @@ from generator.models.bert import BertConfig, write_random_checkpoint
 from generator.errors import BuildError
 from generator.runtime import accuracy, bundle, quantize
 from generator.runtime.bundle import export_bundle, read_bundle, reference_model
+from generator.runtime.reference import check_reference
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "content" / "models" / "all-minilm-l6-v2"
@@ -200,6 +201,23 @@ def test_a_bundle_changed_consistently_with_its_hashes_is_not_the_model_it_was(t
     with pytest.raises(BuildError) as caught:
         read_bundle(Path("bundle"))
     assert str(caught.value).startswith(message), str(caught.value)
+
+
+def test_a_process_runs_the_reference_once_per_bundle_description_and_again_for_a_changed_one(tiny, monkeypatch):
+    """Copies of one bundle in other folders (a site copied, read again) are the same model: its
+    reference is computed once a process. A copy whose weights changed with their hashes has
+    other bundle.json bytes, so it is computed again, and fails."""
+    runs = []
+    monkeypatch.setattr(bundle, "_REFERENCES_MET", set())
+    monkeypatch.setattr(bundle, "check_reference", lambda *a: (runs.append(a[2]), check_reference(*a))[1])
+    read_bundle(Path("bundle"))
+    read_bundle(Path(shutil.copytree(tiny, "copy")))
+    assert runs == [Path("bundle/bundle.json")]
+    changed = Path(shutil.copytree(tiny, "changed"))
+    set_float32(changed, "layers.1.ln2.b", 0.5)
+    with pytest.raises(BuildError, match="another sentence vector"):
+        read_bundle(changed)
+    assert runs == [Path("bundle/bundle.json"), Path("changed/bundle.json")]
 
 
 def test_the_reference_is_what_the_exported_model_computes(tiny):

@@ -1,6 +1,7 @@
 """What makes a bundle the model it was exported from, beyond hashes an editor can recompute:
 bundle.json's ``reference`` holds the token ids and sentence vectors the exported model computed
-on :data:`REFERENCE_TEXTS`, and every read computes them again. A bundle whose weights,
+on :data:`REFERENCE_TEXTS`, and a process reading the bundle computes them again (once for
+each bundle.json it meets: :func:`generator.runtime.bundle.read_bundle`). A bundle whose weights,
 configuration, vocabulary or tokenizer switches were changed (and its hashes with them) computes
 other numbers; a model that computes NaN or infinities is refused too.
 
