@@ -54,7 +54,7 @@ from generator.errors import BuildError, display_path
 from generator.filepolicy import link_boundary, read_limited, refused
 from generator.runtime import accuracy, quantize
 from generator.runtime.known import identity_problem
-from generator.runtime.reference import REFERENCE_TEXTS, check_reference, reference_outputs
+from generator.runtime.reference import REFERENCE_TEXTS, REFERENCES_MET, check_reference, reference_outputs
 from generator.runtime.tensors import MATRICES, dequantized_weights, layout, quantized_tensors  # noqa: F401 (part of this module's API)
 
 FORMAT = "attention-labs-model-bundle"
@@ -350,23 +350,13 @@ def read_bundle(folder: Path, inside: Path | None = None) -> Bundle:
     for name, array in tensors.items():
         if array.dtype.kind == "f" and not np.isfinite(array).all():
             raise _fail(folder / WEIGHTS_FILE, f"tensor {name!r} holds NaN or infinite values")
-    tokenizer = load_tokenizer(folder, boundary)
-    largest = max(tokenizer.vocab.values())
+    largest = max((tokenizer := load_tokenizer(folder, boundary)).vocab.values())
     if largest >= config.vocab_size:
         raise _fail(folder / VOCAB_FILE, f"vocabulary has ids up to {largest} but the model has {config.vocab_size} token embeddings")
     bundle = Bundle(folder=folder, meta=meta, config=config, tensors=tensors, tokenizer=tokenizer)
-    # bundle.json's bytes fix the config, the stored reference and the SHA-256 of every file the
-    # model is made of (each checked above against the file's bytes): the same bytes are the same
-    # model and the same expected numbers, wherever the folder is, so this process runs the model
-    # on them once (a site's bundle read again from another folder, a copy of the site).
-    described = _sha256(raw)
-    if described not in _REFERENCES_MET:
-        check_reference(meta, reference_model(bundle), meta_path, folder / WEIGHTS_FILE, folder / VOCAB_FILE)
-        _REFERENCES_MET.add(described)
+    if (described := _sha256(raw)) not in REFERENCES_MET:  # the same bytes, the same model: see REFERENCES_MET
+        check_reference(meta, reference_model(bundle), meta_path, folder / WEIGHTS_FILE, folder / VOCAB_FILE, described)
     return bundle
-
-
-_REFERENCES_MET: set[str] = set()  # SHA-256 of each bundle.json whose model computed its reference here
 
 
 def model_key(bundle: Bundle) -> str:

@@ -38,6 +38,14 @@ REFERENCE_TOLERANCE = 1e-4
 MAX_TEXTS, MAX_CHARS = 8, 200
 
 
+# The SHA-256 of each bundle.json whose model this process has run on its reference and found as
+# stored. Its bytes fix the config, the reference and the SHA-256 of every file the model is made
+# of (each checked against the file's bytes before the model runs), so the same bytes are the same
+# model and the same expected numbers wherever the folder is: a site's bundle read again from another
+# folder, a copy of the site, is not run again. Other bytes (a weight changed with its hash) are.
+REFERENCES_MET: set[str] = set()
+
+
 def reference_outputs(model: BertModel, texts: Sequence[str]) -> dict:
     """What ``model`` computes on ``texts``, as bundle.json's ``reference`` keeps it."""
     ids, vectors = [], []
@@ -49,10 +57,12 @@ def reference_outputs(model: BertModel, texts: Sequence[str]) -> dict:
     return {"texts": list(texts), "ids": ids, "vectors": vectors}
 
 
-def check_reference(meta: Mapping, model: BertModel, path: Path, weights: Path, vocab: Path) -> None:
+def check_reference(meta: Mapping, model: BertModel, path: Path, weights: Path, vocab: Path,
+                    described: str | None = None) -> None:
     """The model computes the token ids and sentence vectors stored at export; a
     :class:`BuildError` naming bundle.json (its ``reference`` malformed), the vocabulary (other
-    ids) or the weights (other or non-finite vectors) otherwise."""
+    ids) or the weights (other or non-finite vectors) otherwise. ``described``: the SHA-256 of
+    bundle.json's bytes, noted in :data:`REFERENCES_MET` once the check passes."""
     ref = meta.get("reference")
     fix = "export the bundle again from its checkpoint"
     if not (isinstance(ref, dict) and set(ref) == {"texts", "ids", "vectors"} and isinstance(ref["texts"], list)
@@ -80,3 +90,5 @@ def check_reference(meta: Mapping, model: BertModel, path: Path, weights: Path, 
             raise BuildError(f"the model computes another sentence vector for {text!r} than at export (an entry "
                              f"moved by {moved:.2g}, over {REFERENCE_TOLERANCE}): its weights or configuration "
                              f"changed; {fix}", path=display_path(weights))
+    if described is not None:
+        REFERENCES_MET.add(described)
