@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import re
 
+import jinja2
 import pytest
 from bs4 import BeautifulSoup
 
 from generator.errors import BuildError
 from generator.kinds.helpers import EncodedArray, fingerprint, json_for_script, minified
-from generator.theme import later
+from generator.theme import Theme, later
 
 
 def test_json_for_script_cannot_close_the_script_element():
@@ -87,3 +88,24 @@ def test_later_wraps_a_part_in_a_noscript_that_only_its_own_end_closes():
 
 def test_later_names_the_script_a_part_brings():
     assert str(later("<p>x</p>", 'a/"q".js')) == '<noscript data-later data-script="a/&#34;q&#34;.js"><p>x</p></noscript>'
+
+
+def test_a_template_is_compiled_once_a_process_and_again_when_its_source_changes(tmp_path, monkeypatch):
+    """A second Theme renders with the code the first compiled (builds in one process: labs serve,
+    the tests); a template edited under the same path is compiled anew and renders its new text."""
+    from generator import theme as theme_module
+
+    compiled = []
+    compile_ = jinja2.Environment.compile
+    monkeypatch.setattr(theme_module, "_COMPILED", theme_module._CompiledOnce())
+    monkeypatch.setattr(jinja2.Environment, "compile",
+                        lambda env, source, name=None, *a, **k: (compiled.append(name), compile_(env, source, name, *a, **k))[1])
+    page = tmp_path / "custom" / "templates" / "mine.html"
+    page.parent.mkdir(parents=True)
+    page.write_text("one {{ x }}", encoding="utf-8")
+    assert Theme(tmp_path / "custom").render("mine.html", x=1) == "one 1"
+    assert Theme(tmp_path / "custom").render("mine.html", x=2) == "one 2"
+    assert compiled == ["mine.html"]
+    page.write_text("two {{ x }}", encoding="utf-8")
+    assert Theme(tmp_path / "custom").render("mine.html", x=3) == "two 3"
+    assert compiled == ["mine.html", "mine.html"]
