@@ -149,9 +149,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from generator.serve.server import serve
-
-    return serve(content=args.content, theme=_theme(args), output=args.output, host=args.host, port=args.port,
-                 open_browser=args.open, report=_out, warn=_err, options=_kind_options(args))
+    # serve() returns only once stopped (Ctrl-C, SIGTERM): run() then leaves at once, as after a build's stop
+    raise Stopped(serve(content=args.content, theme=_theme(args), output=args.output, host=args.host, port=args.port,
+                        open_browser=args.open, report=_out, warn=_err, options=_kind_options(args)))
 
 
 def _base_url(value: str) -> str:

@@ -172,7 +172,8 @@ os.register_at_fork(before=_fork_begins, after_in_parent=_fork_ends, after_in_ch
 
 
 class Stopped(SystemExit):
-    """SIGTERM during a build, raised in the main thread: exit status 128 + 15."""
+    """SIGTERM during a build, raised in the main thread: exit status 128 + 15; or ``labs serve``
+    stopped (its status, 0), so that :func:`generator.cli.run` leaves without the teardown."""
 
 
 class _Stopping:

@@ -187,7 +187,8 @@ def test_a_signal_stops_labs_serve_during_a_rebuild_within_2_s(heavy, tmp_path, 
         code, took = run.stop(name)
     finally:
         run.kill()
-    assert code is not None and took <= DEADLINE, f"{name}: still running {took:.1f} s later"
+    assert code is not None and took <= DEADLINE, (f"{name}: still running {took:.1f} s later; its stacks:\n"
+                                                   + "\n".join(run.err[-80:]))
     assert code == 0, run.err
     assert not any("Traceback" in line or "Fatal Python error" in line for line in run.err), run.err
     assert run.out[-1] == "stopped"
