@@ -643,7 +643,10 @@ def test_sigint_stops_cleanly_with_exit_0_and_no_temp_folders(start_server, tmp_
     out = tmp_path / "out"
     server = start_server(content, out / "site")
     edit(content / "labs/attention/gist.md", "At the first layer", "At the first layer, edited,")
-    server.wait_for(r"changed content/labs/attention/gist\.md → rebuilt 1 lab, 1 page in \d+\.\d\d s")  # the gist is not on the cards
+    # The gist is not on the cards: one page. On a busy machine the rescan that follows the first
+    # build can be the one to find the edit, and says so.
+    server.wait_for(r"changed (content/labs/attention/gist\.md|files during the first build) → rebuilt 1 lab, 1 page in "
+                    r"\d+\.\d\d s")
     assert server.interrupt() == 0
     assert [p.name for p in out.iterdir()] == ["site"]  # no .site-new-*/.site-old-* left behind
     assert b"At the first layer, edited," in (out / "site/labs/attention/index.html").read_bytes()
