@@ -29,18 +29,19 @@ from generator.kinds import all_kinds
 from generator.links import PageLinks, check_links, collect
 from generator.model import Content
 from generator.models import store
-from generator.pipeline import (check_lab, compute_lab, finish_site, kinds_of, kinds_site_files, load_lab,
-                                site_problems)
+from generator.pipeline import (KindsFiles, LoadedLab, check_lab, compute_lab, finish_site, kinds_files, kinds_of,
+                                load_lab, site_problems)
 from generator.render import Renderer
 from generator.theme import Theme
 from generator.sitefolder import SiteFiles, clean_litter, guard_output, pause_for_tests, site_folder, write_files
+from generator.speed.packed import packed, packed_as, unpacked
 from generator.speed.workers import lab_done, lab_pool
 
 
 @dataclass(frozen=True)
 class BuildResult:
     files: Mapping[str, bytes]
-    content: Content
+    content: Content  # each lab's kind spec packed (generator.speed.packed.unpacked: the lab as its kind read it)
     pages: int
     seconds: float
     output: Path | None
@@ -91,7 +92,7 @@ def _compute_and_render(index: int) -> LabBuilt:
     neither written nor kept."""
     state = _LAB_STATE
     content: Content = state["content"]
-    lab = content.labs[index]
+    lab = unpacked(content.labs[index])  # the record the build holds is left untouched (generator.speed.packed)
 
     def renderer() -> Renderer:
         if state["renderer"] is None:
@@ -105,7 +106,7 @@ def _compute_and_render(index: int) -> LabBuilt:
         return LabBuilt(lab.slug, files, (), links, notes, problems)
     cache: BuildCache | None = state["cache"]
     if cache is not None:
-        cache.put(state["keys"][lab.slug], LabEntry(lab, notes, files, links))
+        cache.put(state["keys"][lab.slug], LabEntry(packed_as(lab, content.labs[index]), notes, files, links))
     folder: Path | None = state["write_into"]
     if folder is None:
         return LabBuilt(lab.slug, files, (), links, notes, problems)
@@ -166,7 +167,7 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
                 entry = replace(entry, files={})
             stored[slug] = entry
         todo = [slug for slug in source.order if slug not in stored]
-        fresh = dict(zip(todo, map_labs(partial(load_lab, source), todo), strict=True))
+        fresh = dict(zip(todo, map_labs(partial(_load_packed, source), todo), strict=True))
         content, problems = assemble_partial(
             source, [(stored[slug].lab, ()) if slug in stored
                      else (fresh[slug].lab or fresh[slug].partial, fresh[slug].diagnostics) for slug in source.order])
@@ -185,19 +186,19 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
         to_compute = [lab for lab in content.labs if lab.slug not in stored]
     # The labs that loaded are computed, rendered and link-checked even when others have
     # mistakes (nothing is written then): one run, every error. Each lab is computed and
-    # rendered in one go, in a worker forked after loading (it has the whole site already).
+    # rendered in one go, in a worker forked after loading (it has the whole site already, each
+    # lab's kind spec packed: generator.speed.packed).
     index = {lab.slug: i for i, lab in enumerate(content.labs)}
     store = cache.folder / "kinds" if cache is not None else None
-    if to_compute:
-        # The kinds' site files are made once before the labs are computed: the workers forked
-        # below then share what the kinds read and made for them (the in-page model's bundle and
-        # its page files, some 60 MB, whose names every page of its labs carries), where each would
-        # otherwise make its own copy. Asked again below (from the kinds' caches), where a mistake
-        # in them is reported after the labs' own.
-        try:
-            kinds_site_files(content, options, store)
-        except SiteError:
-            pass
+    # The kinds' site files are made once, before the labs are computed: the workers forked below
+    # then share what the kinds read and made for them (the in-page model's bundle and its page
+    # files, some 60 MB, whose names every page of its labs carries), where each would otherwise
+    # make its own copy. A mistake in them is reported after the labs' own.
+    site_files: KindsFiles | SiteError
+    try:
+        site_files = kinds_files(content, options, store)
+    except SiteError as exc:
+        site_files = exc
     try:
         with lab_pool(content_dir, len(to_compute), _set_lab_state,
                       (content, theme_dir, base_url, options, write_into, cache, keys,
@@ -225,7 +226,9 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
     if problems:  # the same report as labs serve's (generator.pipeline.site_problems)
         raise ContentError(site_problems(problems, source, fresh, renderer, lab_files, lab_links, written))
     files = renderer.render_site(lab_files)
-    files.update(kinds_site_files(content, options, store, taken=set(files) | set(written)))
+    if isinstance(site_files, SiteError):
+        raise site_files
+    files.update(site_files.free_of(set(files) | set(written)))
     links = collect(files, lab_links)
     known = set(files) | set(written)
     link_problems = check_links(links, known, content)
@@ -234,6 +237,13 @@ def _build_files(content_dir: Path, theme_dir: Path | None, base_url: str | None
     finish_site(files, content, content_dir, written)
     report(f"rendered {sum(p.endswith('.html') for p in known)} pages ({time.perf_counter() - t:.2f} s)")
     return files, content, written
+
+
+def _load_packed(source: SiteSource, slug: str) -> LoadedLab:
+    """:func:`~generator.pipeline.load_lab`, the lab packed where it was read: its spec crosses to
+    the build as bytes, which the build never unpickles."""
+    loaded = load_lab(source, slug)
+    return replace(loaded, lab=packed(loaded.lab), partial=packed(loaded.partial))
 
 
 def _lab_keys(source: SiteSource, theme_dir: Path | None, base_url: str | None,

@@ -33,6 +33,7 @@ from generator.model import Content, Lab
 from generator.render import Renderer
 from generator.search.index import search_files
 from generator.sitefolder import MARKER, MARKER_TEXT
+from generator.speed.packed import Unpacking
 
 
 @dataclass(frozen=True)
@@ -78,10 +79,11 @@ class RenderedLab:
     warnings: tuple[str, ...]
 
 
-def render_lab(renderer: Renderer, index: int, payload: Any) -> RenderedLab:
-    """Render lab ``index`` of the renderer's site from its computed ``payload``."""
+def render_lab(renderer: Renderer, index: int, payload: Any, lab: Lab | None = None) -> RenderedLab:
+    """Render lab ``index`` of the renderer's site from its computed ``payload``. ``lab``: that lab
+    as its kind read it, when the site's copy keeps its spec packed (:mod:`generator.speed.packed`)."""
     labs = renderer.content.labs
-    files = renderer.lab_files(labs[index], payload, labs[index - 1] if index > 0 else None,
+    files = renderer.lab_files(lab or labs[index], payload, labs[index - 1] if index > 0 else None,
                                labs[index + 1] if index + 1 < len(labs) else None)
     links = {path: page_links(data.decode("utf-8")) for path, data in files.items() if path.endswith(".html")}
     warnings = tuple(renderer.warnings)
@@ -101,7 +103,7 @@ class CheckedLab:
 
 def check_lab(lab: Lab, index: int, compute: Callable[[Lab], Computed], renderer: Callable[[], Renderer],
               unfinished: bool = False) -> CheckedLab:
-    """Compute lab ``index`` of the site (``lab``) with ``compute`` and render it with the renderer
+    """Compute lab ``index`` of the site (``lab``, as its kind read it) with ``compute`` and render it with the renderer
     that ``renderer()`` gives (made when first needed). A lab with mistakes goes as far as it can,
     so that its claims and links are checked in the same run: an ``unfinished`` lab (it loaded only
     in part) that its kind cannot compute gives nothing (its load errors are the news), and a page
@@ -115,7 +117,7 @@ def check_lab(lab: Lab, index: int, compute: Callable[[Lab], Computed], renderer
         return CheckedLab({}, {}, (), ())
     made = renderer()
     try:
-        rendered = render_lab(made, index, computed.payload)
+        rendered = render_lab(made, index, computed.payload, lab)
         files, links, warnings = rendered.files, rendered.links, rendered.warnings
     except Exception:
         if not computed.problems and not unfinished:
@@ -167,27 +169,48 @@ SITE_FILES_FOLDER = "assets/"  # where kinds' site files go (LabKind.site_files)
 
 def kinds_site_files(content: Content, options: Mapping[str, Any] | None, store: Path | None,
                      taken: Collection[str] = ()) -> dict[str, bytes]:
-    """Every kind's :meth:`~generator.kinds.LabKind.site_files` for the site's labs, by path: each
-    kind asked once, with its own labs and its own folder of ``store`` (the build cache's; None:
-    none). Raises BuildError for a path outside ``assets/``, one of ``taken`` (paths the build
-    makes itself), or one two kinds give with different bytes."""
+    """Every kind's :meth:`~generator.kinds.LabKind.site_files` for the site's labs, by path
+    (:func:`kinds_files`). Raises BuildError as it does, and for a path of ``taken`` (paths the
+    build makes itself)."""
+    return kinds_files(content, options, store).free_of(taken)
+
+
+@dataclass(frozen=True)
+class KindsFiles:
+    """The kinds' site files by path, and the kind that gave each."""
+
+    files: dict[str, bytes]
+    given_by: dict[str, str]
+
+    def free_of(self, taken: Collection[str]) -> dict[str, bytes]:
+        """The files. Raises BuildError for one at a path of ``taken`` (paths the build makes itself)."""
+        for path in self.files:
+            if path in taken:
+                raise BuildError(f"lab kind {self.given_by[path]!r} gave the site file {path!r}, a path the build "
+                                 "makes itself")
+        return self.files
+
+
+def kinds_files(content: Content, options: Mapping[str, Any] | None, store: Path | None) -> KindsFiles:
+    """Every kind's site files for the site's labs: each kind asked once, with its own labs (each
+    unpacked as the kind reaches it) and its own folder of ``store`` (the build cache's; None:
+    none). Raises BuildError for a path outside ``assets/``, or one two kinds give with different
+    bytes."""
     files: dict[str, bytes] = {}
     given_by: dict[str, str] = {}
     for kind in kinds_of(content):
-        labs = [lab for lab in content.labs if lab.kind == kind.name]
+        labs = Unpacking([lab for lab in content.labs if lab.kind == kind.name])
         folder = store / kind.name if store is not None else None
         for path, data in kind.site_files(labs, dict(options or {}), folder).items():
             parts = path.split("/")
             if not path.startswith(SITE_FILES_FOLDER) or any(p in ("", ".", "..") for p in parts):
                 raise BuildError(f"lab kind {kind.name!r} gave the site file {path!r}: site files go under "
                                  f"{SITE_FILES_FOLDER}, as plain relative paths")
-            if path in taken:
-                raise BuildError(f"lab kind {kind.name!r} gave the site file {path!r}, a path the build makes itself")
             if path in files and files[path] != data:
                 raise BuildError(f"lab kinds {given_by[path]!r} and {kind.name!r} both give the site file {path!r}, "
                                  "with different bytes")
             files[path], given_by[path] = data, given_by.get(path, kind.name)
-    return files
+    return KindsFiles(files, given_by)
 
 
 def finish_site(files: dict[str, bytes], content: Content, content_dir: Path, written: Collection[str] = ()) -> None:

@@ -313,6 +313,31 @@ def test_cache_arrays_are_the_cache_read_once_per_content(tiny_model, tiny_dir, 
         load_cache_arrays(copy)  # new bytes: read and checked again
 
 
+def test_a_file_the_kept_ones_make_room_for_is_decoded_after_they_go(tmp_path, monkeypatch):
+    """The files kept decoded (cache._LOADED) give way to a new one before it is decoded, so a build
+    worker, which reads one lab's file after another, never holds two decoded at once; within the
+    budget they stay, and the newest is kept whatever its size."""
+    from generator.kinds.attention import cache as cachefile
+
+    paths = []
+    for i, shapes in enumerate([[(6, 12, 9)], [(6, 12, 10)], [(1, 1, 2)]]):
+        paths.append(tmp_path / f"heads-{i}.json")
+        save_cache(paths[-1], _random_cache(np.random.default_rng(i), shapes))
+    big, small = paths[0].stat().st_size, paths[2].stat().st_size
+    monkeypatch.setattr(cachefile, "_LOADED", [])
+    monkeypatch.setattr(cachefile, "_LOADED_BYTES", paths[1].stat().st_size + small)  # one large file and the small one fit
+    held = []
+    parse = cachefile._parse
+    monkeypatch.setattr(cachefile, "_parse", lambda *a, **k: held.append(len(cachefile._LOADED)) or parse(*a, **k))
+    for path in paths:
+        load_cache_arrays(path)
+    assert held == [0, 0, 1]  # the second large file displaced the first before it was read
+    assert [len(seen) for seen, _ in cachefile._LOADED] == [paths[1].stat().st_size, small]
+    monkeypatch.setattr(cachefile, "_LOADED_BYTES", 1)
+    load_cache_arrays(paths[0])
+    assert [len(seen) for seen, _ in cachefile._LOADED] == [big]
+
+
 def test_cache_arrays_from_any_layout_and_the_same_errors_as_json(tiny_model, tiny_dir, tmp_path):
     sha = checkpoint_sha256(tiny_dir)
     cache, _ = refresh_cache(empty_cache(), tiny_model, sha, ["the cat", SENTENCE])
@@ -388,6 +413,25 @@ def test_cache_arrays_read_with_numpy_are_what_json_reads(tmp_path, shapes):
     _same_as_json(path)
     got = load_cache_arrays(path)
     assert all(e["attention"].json is not None for e in got["entries"]["a" * 64].values()), "read by the fast path"
+
+
+@pytest.mark.parametrize("batch", [1, 3000, 1 << 30], ids=["one-text-a-batch", "a-few", "all-at-once"])
+def test_per_mille_texts_read_in_batches_give_the_same_arrays_and_the_same_refusals(monkeypatch, batch):
+    """A lab's file is read a batch of texts at a time (permille.BATCH_BYTES): any batching gives
+    the same arrays, and a text that is not such an array refuses the whole read, in any batch."""
+    from generator.kinds.attention import permille
+
+    cache = _random_cache(np.random.default_rng(7), [(6, 12, 8), (2, 3, 4), (6, 12, 15), (3, 1, 9), (6, 12, 2)])
+    entries = list(cache["entries"]["a" * 64].values())
+    texts = [json.dumps(e["attention"], separators=(",", ":")) for e in entries]
+    sizes = [len(e["words"]) for e in entries]
+    monkeypatch.setattr(permille, "BATCH_BYTES", batch)
+    got = permille.per_mille_arrays(texts, sizes)
+    assert got is not None and [a.tolist() for a in got] == [e["attention"] for e in entries]
+    for k in (0, len(texts) - 1):
+        damaged = list(texts)
+        damaged[k] = damaged[k].replace(",", ",0", 1)  # a leading zero: not JSON
+        assert permille.per_mille_arrays(damaged, sizes) is None
 
 
 def test_cache_arrays_with_brackets_in_words_are_what_json_reads(tmp_path):

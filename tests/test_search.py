@@ -18,8 +18,8 @@ import pytest
 from lunr import __TARGET_JS_VERSION__
 
 from generator.content import load_content
-from generator.search.index import (FIELDS, INDEX_PATH, LUNR_VERSION, VENDOR, build, documents, encode, lunr_script,
-                                    search_files, term_of, terms)
+from generator.search.index import (FIELDS, INDEX_PATH, LUNR_VERSION, VENDOR, SearchDoc, build, compact_index, documents,
+                                    encode, lunr_script, search_files, term_of, terms)
 
 ROOT = Path(__file__).resolve().parent.parent
 SEARCH_JS = ROOT / "theme" / "static" / "js" / "later" / "search.js"
@@ -96,6 +96,23 @@ def test_the_texts_the_index_cuts_as_lunr_js_does_in_every_corner():
     assert got["mine"] == got["theirs"]
     assert term_of("tokenizer") == term_of("tokenization") == "token"
     assert terms("The tokenizer") == ["token"]
+
+
+@pytest.mark.parametrize("where", ["shipped", "fixtures", "corners"])
+def test_the_build_writes_the_index_lunr_py_s_builder_gives(where, shipped):
+    """The build's own encoder (no lunr builder, whose dict per posting a large site cannot afford)
+    gives the very index that lunr.py's builder, encoded, gives: terms numbered alike, every
+    posting and frequency, every field length; a term met first in a title, then in texts, and
+    one repeated within a field included."""
+    if where == "corners":
+        docs = [SearchDoc(0, "", "", "Softmax softmax", "the softmax of scores, scaled scores"),
+                SearchDoc(0, "a", "", "", "Scores—and re-ranking: x²+y² “tokens” token"),
+                SearchDoc(1, "", "", "Tokens", ""), SearchDoc(1, "b", "", "İstanbul ÉTÉ", "softmax")]
+    else:
+        _, docs = documents(shipped if where == "shipped" else load_content(FIXTURES))
+    reference = encode(build(docs), len(docs))
+    assert compact_index(docs) == reference
+    assert len(reference["lens"]) == 2 * len(docs) and ":" in reference["post"]
 
 
 def test_every_part_of_every_lab_and_topic_is_a_document_at_its_own_anchor(shipped):

@@ -191,7 +191,9 @@ class LabKind:
         kinds that give the same path must give the same bytes. ``store`` is a folder of the build
         cache the kind may keep what it made in, so a warm build does not make it again (None:
         no cache, e.g. ``--no-cache``). ``options`` as in :meth:`compute`. Raise ContentError for
-        a lab's mistake, BuildError for anything else. Default: none."""
+        a lab's mistake, BuildError for anything else. ``labs`` gives each lab as it is reached (a
+        large site's labs are not all held as objects at once): keep only what the files depend on,
+        not the labs or their specs. Default: none."""
         return {}
 
     def models(self, lab: Lab) -> Sequence[ModelUse]:

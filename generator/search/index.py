@@ -5,7 +5,7 @@ tagline and summary), its gist, each prose section, each card (they share ``#key
 FAQ entry, each quiz question, and each topic page. Its ``t`` field (the part's title, boosted
 ×10 as MkDocs boosts titles) and ``b`` field (its text) are indexed.
 
-lunr.py builds the index from the terms of lunr.js's own text pipeline — its tokenizer's
+The index is lunr.py's, built from the terms of lunr.js's own text pipeline — its tokenizer's
 separators (``\\s`` and ``-`` as JavaScript reads them), its trimmer (``\\W`` in ASCII, as
 JavaScript reads it), its stop words and its stemmer (:mod:`generator.search.stemmer`: lunr.py's
 differs) — so that a word is cut the same way here and in the page.
@@ -15,7 +15,9 @@ them, each term's postings (document, field, term frequency) delta-coded in base
 field's length per document. That is what lunr's builder knows before it scores; the page's
 ``searchIndex`` (theme/static/js/later/search.js) runs the builder's last step (BM25 scores,
 rounded to 3 places, as ``lunr.Builder.createFieldVectors``) and hands lunr's serialised index to
-``lunr.Index.load``. The field vectors, four fifths of a serialised index, never travel.
+``lunr.Index.load``. The field vectors, four fifths of a serialised index, never travel. The
+build encodes it itself (:func:`compact_index`), as lunr.py's builder (:func:`build`, then
+:func:`encode`) would, without the builder's dict per posting; the tests hold the two equal.
 """
 
 from __future__ import annotations
@@ -119,7 +121,7 @@ def documents(content: Content) -> tuple[list[tuple[str, str]], list[SearchDoc]]
 
 
 def build(docs: list[SearchDoc]):
-    """lunr.py's builder with every document added (``build()`` not yet called): refs are the
+    """lunr.py's builder with every document added, the reference :func:`compact_index` is held to (``build()`` not yet called): refs are the
     documents' positions. Each field is handed over as its terms, made by :func:`terms`, with
     the builder's own pipeline emptied: the same index as lunr.py's pipeline would make from the
     text, at a third of the cost (each word is trimmed and stemmed once per build, not once per
@@ -178,6 +180,38 @@ def encode(builder, n_docs: int) -> dict[str, Any]:
             "terms": " ".join(terms), "post": ";".join(post), "lens": lens}
 
 
+def compact_index(docs: list[SearchDoc]) -> dict[str, Any]:
+    """``encode(build(docs), len(docs))``, made without lunr.py's builder, which keeps a dict for
+    every posting (some 250 MB for a site of 1,000 labs). The compact index needs only what the
+    builder knows of each field as it adds it: its terms with their frequencies, in the order it
+    meets them, lunr's number for each term (the order in which the builder first met it) and the
+    field's length. Walked document by document (refs are 0, 1, …), each term's postings come out
+    in order."""
+    fields = [name for name, _ in FIELDS]
+    numbers: dict[str, int] = {}
+    items: list[list[list[str]]] = []  # per term, per field: its postings
+    last: list[list[int]] = []
+    lens: list[int] = []
+    for doc, d in enumerate(docs):
+        for f, text in enumerate((d.title, d.text)):
+            found = [t.lower() for t in terms(text)]  # lunr's tokenizer lower-cases a list's items too
+            lens.append(len(found))
+            tf: dict[str, int] = {}
+            for term in found:
+                tf[term] = tf.get(term, 0) + 1
+                if term not in numbers:
+                    numbers[term] = len(numbers)
+                    items.append([[] for _ in fields])
+                    last.append([0] * len(fields))
+            for term, n in tf.items():
+                k = numbers[term]
+                items[k][f].append(_b36(doc - last[k][f]) + (f":{_b36(n)}" if n > 1 else ""))
+                last[k][f] = doc
+    post = ["|".join(",".join(field_items) for field_items in term_items) for term_items in items]
+    return {"format": FORMAT, "lunr": LUNR_VERSION, "fields": fields, "boosts": [b for _, b in FIELDS],
+            "terms": " ".join(numbers), "post": ";".join(post), "lens": lens}
+
+
 @functools.cache
 def lunr_script() -> tuple[str, bytes]:
     """lunr.js as the site serves it: npm's minified file with its MIT licence in full above it
@@ -207,7 +241,7 @@ def search_files(content: Content) -> dict[str, bytes]:
         name = SHARD_FOLDER + fingerprint(path.strip("/").replace("/", "-") + ".js", data)
         files[name] = data
         shards.append(name[len("assets/"):])
-    index = encode(build(docs), len(docs))
+    index = compact_index(docs)
     index["script"] = lunr_path[len("assets/"):]  # the page adds lunr.js from here
     index["pages"] = [[path, label, shard] for (path, label), shard in zip(pages, shards, strict=True)]
     index["docs"] = [[d.page, d.anchor, d.part, _short(d.title)] for d in docs]

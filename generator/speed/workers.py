@@ -131,6 +131,9 @@ def lab_pool(content_dir: Path, n_labs: int | None = None, initializer: Callable
             initializer(*initargs)
         yield map
         return
+    # What this process freed goes back to the system before it forks: the workers would share it
+    # for nothing, and fill it with their own objects page by page (each page so written a copy).
+    _trim()
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     before = set(multiprocessing.active_children())
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,

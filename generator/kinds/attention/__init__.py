@@ -218,7 +218,7 @@ class AttentionKind(LabKind):
     def site_files(self, labs: Sequence[Lab], options: Mapping[str, Any], store: Path | None) -> Mapping[str, bytes]:
         """The in-page model's runtime and weights (generator.runtime), once per site, for the labs
         whose ``model:`` names a ``bundle:``."""
-        return inpage.site_files([lab.spec.model for lab in labs if lab.spec is not None])
+        return inpage.site_files(lab.spec.model for lab in labs if lab.spec is not None)
 
     def heavy_part(self, lab: Lab, embedded: Any) -> tuple[Path, int, int, int] | None:
         """The first sentence: its numbers are the ones embedded in the page (n² per head)."""

@@ -374,7 +374,8 @@ def _read(path: Path) -> bytes | None:
 # stops at the first difference, or at once when the lengths differ, where hashing reads every byte).
 # Kept by size, the most recent first: lab 07's file is 3.2 MB of JSON (70 sentences), about 9 MB
 # in memory with its text and arrays, and a build worker reads each lab's file once, for its own
-# compute — eight kept were 75 MB of each worker's memory. The newest is always kept.
+# compute — eight kept were 75 MB of each worker's memory. The newest is always kept; the ones it
+# displaces go before it is decoded, not after (a worker then never holds two labs' files at once).
 _LOADED: list[tuple[bytes, Cache]] = []
 _LOADED_BYTES = 4 << 20  # of the files' bytes
 
@@ -389,13 +390,13 @@ def load_cache_arrays(path: Path) -> Cache:
         return empty_cache()
     cached = next((cache for seen, cache in _LOADED if seen == raw), None)
     if cached is None:
+        while _LOADED and sum(len(seen) for seen, _ in _LOADED) + len(raw) > _LOADED_BYTES:
+            _LOADED.pop(0)
         data, arrays = _parse(path, raw, fast=True)
         cached = {**data, "entries": {sha: {sentence: {**entry, "attention": arrays[sha, sentence]}
                                             for sentence, entry in by_sentence.items()}
                                       for sha, by_sentence in data["entries"].items()}}
         _LOADED.append((raw, cached))
-        while len(_LOADED) > 1 and sum(len(seen) for seen, _ in _LOADED) > _LOADED_BYTES:
-            _LOADED.pop(0)
     return cached
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -250,8 +250,9 @@ def page_part(spec, computed: dict | None) -> dict[str, Any]:
     return {**page_ref(bundle), **computed, "expect": expected(bundle)}
 
 
-def site_files(specs: Sequence[Any]) -> dict[str, bytes]:
-    """The runtime's page files of every bundle the labs name, once each."""
+def site_files(specs: Iterable[Any]) -> dict[str, bytes]:
+    """The runtime's page files of every bundle the labs name, once each (the specs are read one by
+    one, and none is kept)."""
     from generator.runtime.site import site_files as files_of
 
     files: dict[str, bytes] = {}

@@ -11,13 +11,37 @@ import numpy as np
 from generator.kinds.attention.realheads import PER_MILLE
 
 
+BATCH_BYTES = 512 << 10  # texts read together: a lab's file (3 MB) at once would hold ten times that in temporaries
+
+
 def per_mille_arrays(texts: list[str], sizes: list[int]) -> list[np.ndarray] | None:
     """Each text as an int16 [layers, heads, n, n] array (``n`` from ``sizes``), when every text
     is exactly what json writes for such an array of integers (no spaces, no leading zeros) below
     10,000, and every row sums to :data:`PER_MILLE`; None otherwise.
 
-    All texts are read at once, with operations on their bytes: a lab's eighteen sentences are
-    180,000 numbers. Each number's value is put together at the comma or bracket that ends it,
+    The texts are read in batches of about :data:`BATCH_BYTES` (each text whole): a batch's
+    temporaries are some ten bytes for each of its bytes, and smaller arrays are quicker too (they
+    stay in the processor's caches)."""
+    out: list[np.ndarray] = []
+    start = 0
+    while start < len(texts):
+        stop, total = start + 1, len(texts[start])
+        while stop < len(texts) and total + len(texts[stop]) <= BATCH_BYTES:
+            total += len(texts[stop])
+            stop += 1
+        arrays = _batch_arrays(texts[start:stop], sizes[start:stop])
+        if arrays is None:
+            return None
+        out += arrays
+        start = stop
+    return out
+
+
+def _batch_arrays(texts: list[str], sizes: list[int]) -> list[np.ndarray] | None:
+    """:func:`per_mille_arrays` of one batch.
+
+    The batch's texts are read at once, with operations on their bytes: a lab's eighteen sentences
+    are 180,000 numbers. Each number's value is put together at the comma or bracket that ends it,
     from the (at most four) digits before it; the arrays are views of those values, one per comma
     and bracket, since the brackets and commas are known to be those of such an array."""
     joined = "".join(texts)
