@@ -67,6 +67,47 @@ def _chromium_path() -> str | None:
     return None
 
 
+FAST_LOOP = "not browser"  # the mark expression of the fast loop (docs/testing.md)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which turns -n into workers
+def pytest_cmdline_main(config):
+    """The fast loop, ``python -m pytest -m "not browser"`` over the whole suite, runs on every
+    core: pytest-xdist, one worker a core, each test module on one worker (``--dist loadscope``)
+    so that a module's fixtures are made once. Asked for explicitly (``-n 0`` runs it in this
+    process), run on some files, in a debugger or on one core, it is left as it is."""
+    option = config.option
+    if (getattr(option, "markexpr", "").strip() == FAST_LOOP and config.pluginmanager.hasplugin("xdist")
+            and getattr(option, "numprocesses", None) is None and not hasattr(config, "workerinput")
+            and config.args_source == pytest.Config.ArgsSource.TESTPATHS and not option.collectonly
+            and not option.usepdb and (os.cpu_count() or 1) > 1):
+        option.numprocesses, option.dist = "auto", "loadscope"
+
+
+# Modules that share a session-wide computation run on one worker, so that it is made once a run:
+# the fixture's name -> the modules that use it (held true at collection, below).
+SHARED_WORK = {
+    "bundle_work_once": ("tests/test_models_fetch.py", "tests/test_runtime_bundle.py"),  # MiniLM export + measure
+    "transformers_smollm2": ("tests/test_llama.py", "tests/test_nexttoken.py"),  # the reference decoder's load
+}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadscope``, with each group of :data:`SHARED_WORK` as one scope."""
+    if config.option.dist != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    together = {module: fixture for fixture, modules in SHARED_WORK.items() for module in modules}
+
+    class SharedWorkScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return together.get(scope, scope)
+
+    return SharedWorkScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     """A test that starts the browser (through the ``browser`` fixture, or a fixture that uses it)
     must say so with ``@pytest.mark.browser``: ``-m "not browser"``, the fast loop, then starts none.
@@ -75,6 +116,11 @@ def pytest_collection_modifyitems(config, items):
                 if "browser" in getattr(item, "fixturenames", ()) and item.get_closest_marker("browser") is None]
     if unmarked:
         raise pytest.UsageError("tests that start a browser without @pytest.mark.browser:\n  " + "\n  ".join(unmarked))
+    unlisted = sorted({item.nodeid.split("::")[0] for item in items for fixture, modules in SHARED_WORK.items()
+                       if fixture in getattr(item, "fixturenames", ()) and item.nodeid.split("::")[0] not in modules})
+    if unlisted:
+        raise pytest.UsageError("modules that use a fixture of SHARED_WORK (tests/conftest.py) without being listed "
+                                "there: " + ", ".join(unlisted))
 
 
 @pytest.fixture(scope="session")
