@@ -6,6 +6,7 @@ Builds the fixture content (tests/fixtures/content) through the CLI, in a fresh 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,24 @@ def test_clean_refuses_a_folder_that_is_not_a_build_cache(project, capsys):
     (folder / TAG_NAME).write_text("Signature: something else\n", encoding="utf-8")
     assert main(["clean"]) == 1
     assert (folder / "notes.txt").exists()
+
+
+def test_opening_the_cache_removes_the_temporary_files_of_writers_no_longer_running(tmp_path):
+    """A writer killed between writing an entry's temporary file and renaming it (a pool worker
+    whose build got SIGKILL) leaves the file; the next build's cache removes it, and leaves a
+    running writer's file alone."""
+    import subprocess
+    import sys
+
+    from generator.speed.buildcache import BuildCache
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    folder = tmp_path / "cache" / "labs" / "ab"
+    folder.mkdir(parents=True)
+    left = folder / f".tmp-{gone.pid}-k3x9q"
+    writing = folder / f".tmp-{os.getpid()}-p2m4z"
+    for path in (left, writing):
+        path.write_bytes(b"half an entry")
+    BuildCache(tmp_path / "cache")
+    assert not left.exists() and writing.exists()

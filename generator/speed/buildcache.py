@@ -136,8 +136,15 @@ class BuildCache:
     """Lab entries on disk under ``folder`` (see the module docstring)."""
 
     def __init__(self, folder: Path):
+        """Open the cache in ``folder``, removing what killed builds left in it: an entry is written
+        to a temporary file named after its writer's process and renamed into place, and a writer
+        killed in between (SIGKILL, a pool worker whose build died) leaves that file behind."""
         self.folder = Path(folder)
         self.hits = self.misses = self.rejected = 0
+        for tmp in self.folder.glob("labs/*/.tmp-*"):
+            writer = tmp.name.split("-")[1]
+            if writer.isdigit() and not _running(int(writer)):
+                tmp.unlink(missing_ok=True)
 
     def _path(self, key: str) -> Path:
         return self.folder / "labs" / key[:2] / f"{key}.pickle"
@@ -174,7 +181,7 @@ class BuildCache:
         try:
             self._tag()
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+            fd, tmp = tempfile.mkstemp(prefix=f".tmp-{os.getpid()}-", dir=path.parent)
             with os.fdopen(fd, "wb") as f:
                 f.write(FORMAT + key.encode() + b"\n" + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
             os.replace(tmp, path)
@@ -186,6 +193,16 @@ class BuildCache:
         if not tag.is_file():
             self.folder.mkdir(parents=True, exist_ok=True)
             tag.write_bytes(TAG_TEXT)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
 
 
 def clean(folder: Path) -> bool:
