@@ -103,6 +103,13 @@
     function place() {
       if (!held) return;
       var el = saved.id && document.getElementById(saved.id);
+      if (!el && saved.id && window.Labs && Labs.later) { // in a part that comes in late: bring it in now
+        var parts = document.querySelectorAll("noscript[data-later]");
+        for (var i = 0; i < parts.length; i++) {
+          if (parts[i].textContent.indexOf(' id="' + saved.id + '"') >= 0) Labs.later.show(parts[i].parentNode);
+        }
+        el = document.getElementById(saved.id);
+      }
       if (!el) return window.scrollTo(0, saved.y);
       var off = el.getBoundingClientRect().top - saved.top;
       if (Math.abs(off) >= 1) window.scrollBy(0, off);
