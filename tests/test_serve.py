@@ -729,8 +729,6 @@ def test_an_edit_shows_up_in_the_open_page_by_itself(start_server, browser, tmp_
     page = open_page(browser, server.url + "labs/attention/")
     expect(page.locator("h1")).to_contain_text("Attention")
     page.evaluate("window.__untouched = true")
-    if not watched:  # from the reload on, parts come in only when something asks for them
-        page.add_init_script("window.IntersectionObserver = class { observe() {} unobserve() {} disconnect() {} };")
     token = "An edited sentence nobody has seen before."
     with (content / "labs/attention/gist.md").open("a", encoding="utf-8") as f:
         f.write(f"\n{token}\n")
@@ -760,7 +758,6 @@ def test_a_reload_puts_the_reader_back_where_they_were(start_server, browser, tm
     that comes in late. The reload brings that part in at once, not only once the page's observer
     of the view gets to it (under load it once came too late): with the observer made blind
     after the first load, the place is still put back."""
-    at = 200
     from playwright.sync_api import expect
 
     content = copy_content(tmp_path)
@@ -774,13 +771,13 @@ def test_a_reload_puts_the_reader_back_where_they_were(start_server, browser, tm
     settled = """() => document.readyState === "complete" && !document.querySelector("noscript[data-later]")"""
     page.evaluate("Labs.later.all()")  # every part in, so the place is measured on the whole page
     assert until(page, settled)
-    # Scrolled until the heading sits at `at` px in a frame that needed no correction: a part that
+    # Scrolled until the heading sits at 200 px in a frame that needed no correction: a part that
     # still changes height after the scroll (the FAQ once moved 153 px down under CI's load) is
     # followed, not measured half-way.
-    assert until(page, f"""() => {{ const h = document.getElementById("faq-title");
-                                  const off = Math.round(h.getBoundingClientRect().top) - {at};
+    assert until(page, """() => { const h = document.getElementById("faq-title");
+                                  const off = Math.round(h.getBoundingClientRect().top) - 200;
                                   if (off) scrollBy(0, off);
-                                  return off === 0; }}"""), (page.evaluate(place), page.evaluate("[scrollY, document.documentElement.scrollHeight, innerHeight]"))
+                                  return off === 0; }"""), (page.evaluate(place), page.evaluate("[scrollY, document.documentElement.scrollHeight, innerHeight]"))
     page.evaluate("window.__untouched = true")
     if not watched:  # from the reload on, parts come in only when something asks for them
         page.add_init_script("window.IntersectionObserver = class { observe() {} unobserve() {} disconnect() {} };")
@@ -789,11 +786,11 @@ def test_a_reload_puts_the_reader_back_where_they_were(start_server, browser, tm
         f.write(f"\n{token}\n")
     expect(page.get_by_text(token)).to_be_attached(timeout=30000)
     assert page.evaluate("window.__untouched") is None  # the page reloaded itself
-    assert until(page, f"() => ({place})() !== null && Math.abs(({place})() - {at}) <= 2", 15000), page.evaluate(place)
+    assert until(page, f"() => ({place})() !== null && Math.abs(({place})() - 200) <= 2", 15000), page.evaluate(place)
     page.evaluate("Labs.later.all()")  # what would still come in as the reader moves on
     assert until(page, settled)
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))")
-    assert abs(page.evaluate(place) - at) <= 2, page.evaluate(place)
+    assert abs(page.evaluate(place) - 200) <= 2, page.evaluate(place)
     assert page.violations == []
     page.close()
 
