@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from generator.errors import BuildError, display_path
+from generator.speed.buildcache import process_running
 
 log = logging.getLogger(__name__)
 
@@ -62,16 +63,6 @@ def guard_output(output: Path, content_dir: Path, theme_dir: Path | None) -> Non
 _LITTER = re.compile(r"\.(?P<name>.+)-(?:new|old)-(?P<pid>[0-9]+)-[^/]*")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # e.g. PermissionError: someone else's process
-        return True
-    return True
-
-
 def _is_ours(folder: Path) -> bool:
     """A folder a build wrote: it holds our marker, or it is still empty (killed right after mkdtemp)."""
     try:
@@ -95,7 +86,7 @@ def clean_litter(output: Path) -> None:
     for entry in sorted(parent.iterdir()):
         m = _LITTER.fullmatch(entry.name)
         if m and m["name"] == output.name and entry.is_dir() and not entry.is_symlink() \
-                and int(m["pid"]) != os.getpid() and not _alive(int(m["pid"])) and _is_ours(entry):
+                and int(m["pid"]) != os.getpid() and not process_running(int(m["pid"])) and _is_ours(entry):
             litter.append(entry)
     if not os.path.lexists(output):
         old = [e for e in litter if "-old-" in e.name and (e / MARKER).is_file()]

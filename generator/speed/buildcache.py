@@ -143,7 +143,7 @@ class BuildCache:
         self.hits = self.misses = self.rejected = 0
         for tmp in self.folder.glob("labs/*/.tmp-*"):
             writer = tmp.name.split("-")[1]
-            if writer.isdigit() and not _running(int(writer)):
+            if writer.isdigit() and not process_running(int(writer)):
                 tmp.unlink(missing_ok=True)
 
     def _path(self, key: str) -> Path:
@@ -195,12 +195,14 @@ class BuildCache:
             tag.write_bytes(TAG_TEXT)
 
 
-def _running(pid: int) -> bool:
+def process_running(pid: int) -> bool:
+    """Whether process ``pid`` is still running (someone else's counts): a killed build's leftovers
+    are removed only once their writer is gone (here, and beside the site: generator.sitefolder)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:  # another user's process
+    except OSError:  # e.g. PermissionError: someone else's process
         return True
     return True
 
