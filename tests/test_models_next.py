@@ -66,7 +66,7 @@ def test_generating_with_a_seed_gives_the_same_text_twice(tiny, capsys):
 @pytest.mark.parametrize(("argv", "message"), [
     (["--top", "0"], "argument --top: must be at least 1"),
     (["--seed", "3"], "argument --seed: only with --generate"),
-    (["--generate", "0"], "argument --generate: must be from 1 to 1000"),
+    (["--generate", "0"], "argument --generate: must be from 1 to 200"),
     (["--generate", "2", "--top-p", "0"], "argument --top-p: a whole percentage from 1 to 100"),
     (["--generate", "2", "--temperature", "-1"], "argument --temperature: must be 0 (greedy) or a positive number"),
     (["--generate", "2", "--seed", str(2**32)], "argument --seed: from 0 to 4294967295"),

@@ -22,7 +22,10 @@ from generator.models import store
 from generator.runtime import decoded, fetch
 
 DECODER = "smollm2-135m-instruct"  # the model `labs next` runs unless --gguf names another file
-MAX_GENERATE = 1000  # enough for any demonstration; each token is one decode step
+MAX_GENERATE = 200  # as the sampling lab's own "Generate": each token is one decode step (~30 ms)
+# Prompt tokens `labs next` runs unless --long: a few seconds of CPU (1,024 took 2 s more than one
+# token, 2,048 about 5.5 s, 6,001 about 33 s: attention grows with the square; docs/decoder.md).
+MAX_PROMPT = 1024
 
 
 # uses(folder) -> ([(slug, lab folder, (ModelUse, …))], [(slug, problems)]): the host's, see the docstring
@@ -72,6 +75,9 @@ def add_commands(sub: Any, uses: Uses) -> None:
     n.add_argument("--chat", action="store_true",
                    help="wrap PROMPT in the model's chat template as a user message, ready for the answer")
     n.add_argument("--generate", type=int, default=None, metavar="N", help=f"sample up to N tokens (1-{MAX_GENERATE})")
+    n.add_argument("--long", action="store_true",
+                   help=f"run a prompt of more than {MAX_PROMPT:,} tokens, up to the model's context (8,192 for "
+                        f"{DECODER}: about a minute of CPU at its end)")
     n.add_argument("--temperature", type=float, default=1.0, metavar="T", help="with --generate: 0 is greedy (default: 1)")
     n.add_argument("--top-k", type=int, default=0, metavar="K", help="with --generate: keep the K most likely (default: 0, off)")
     n.add_argument("--top-p", type=int, default=100, metavar="P",
@@ -214,6 +220,10 @@ def _next(args: argparse.Namespace) -> int:
     if wanted > model.config.context_length:
         raise BuildError(f"{len(ids)} prompt tokens{' and ' + str(args.generate) + ' more' if args.generate else ''} "
                          f"exceed the model's {model.config.context_length:,}")
+    if len(ids) > MAX_PROMPT and not args.long:  # within the context, but its cost grows with the square
+        raise BuildError(f"{len(ids):,} prompt tokens: labs next runs up to {MAX_PROMPT:,} unless asked with --long "
+                         f"(up to the model's {model.config.context_length:,}; CPU time grows with the square of "
+                         f"the length, about 30 s for 6,000 tokens)")
     shown = [bpe.visible(bpe.token_bytes(i, tok)) for i in ids]
     name = DECODER if args.gguf is None else (model.name or display_path(path))
     head = {"model": name, "prompt": args.prompt, "chat": args.chat, "ids": ids, "tokens": shown,

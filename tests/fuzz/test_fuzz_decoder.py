@@ -137,6 +137,26 @@ def test_a_prompt_with_generation_beyond_the_context_is_refused_before_running(t
     assert (code, err) == (1, ["error: 250 prompt tokens and 10 more exceed the model's 256"])
 
 
+def test_a_prompt_longer_than_labs_next_runs_unasked_is_refused_and_runs_with_long(tiny, capsys, monkeypatch):
+    """Within the model's context a prompt's CPU grows with the square of its length (6,001 of
+    SmolLM2's tokens took 33 s more than one): past MAX_PROMPT tokens `labs next` asks for --long
+    and says why, before running anything; at MAX_PROMPT it runs unasked."""
+    from generator.runtime import commands
+
+    monkeypatch.setattr(commands, "MAX_PROMPT", 100)
+    ran = []
+    monkeypatch.setattr(llama, "prefill", lambda *a, _p=llama.prefill, **k: ran.append(1) or _p(*a, **k))
+    code, out, err = run_labs(capsys, "next", "a" * 101, "--gguf", str(tiny))
+    assert (code, out, ran) == (1, [], [])
+    assert err == ["error: 101 prompt tokens: labs next runs up to 100 unless asked with --long (up to the model's "
+                   "256; CPU time grows with the square of the length, about 30 s for 6,000 tokens)"]
+    assert run_labs(capsys, "next", "a" * 100, "--gguf", str(tiny), "--top", "1")[0] == 0
+    code, out, err = run_labs(capsys, "next", "a" * 101, "--gguf", str(tiny), "--long", "--json")
+    assert code == 0 and len(json.loads("\n".join(out))["ids"]) == 101
+    code, _, err = run_labs(capsys, "next", "a" * 250, "--gguf", str(tiny), "--long", "--generate", "10")
+    assert (code, err) == (1, ["error: 250 prompt tokens and 10 more exceed the model's 256"])  # the context still holds
+
+
 def test_a_long_prompt_runs_in_chunks_and_gives_the_numbers_of_one_call(tiny, monkeypatch):
     """Attention over n prompt tokens in one call holds H·n² scores per layer (2.4 GB for 8,192 of
     SmolLM2's); in chunks it holds H·chunk·m, each chunk's queries against the keys up to its last.
