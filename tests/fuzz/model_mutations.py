@@ -900,6 +900,8 @@ for name, prompt, expect in [
     ("one-char", "a", "ok"),
     ("percent", "%s %d %n {0} {{", "either"),
     ("backslashes", "\\" * 1000, "either"),
+    ("words-1024-tokens", ("the cat " * 512).rstrip(), "either"),  # at labs next's own limit: runs
+    ("words-1100-tokens", "the cat " * 550, "error"),  # past it, within the context: asks for --long
 ]:
     add(f"decoder-prompt-{name}", "decoder", expect, lambda c: None, (*_NEXT, prompt), positioned=False)
 add("decoder-prompt-surrogate", "decoder", "error", lambda c: None, (*_NEXT, "a\udcffb"), positioned=False)
@@ -916,6 +918,9 @@ for name, extra, expect in [
     ("generate-0", ("--generate", "0"), "error"),
     ("generate-5000-digits", ("--generate", HUGE), "error"),
     ("chat-hostile", ("--chat", "--json"), "either"),
+    ("generate-201", ("--generate", "201"), "error"),
+    ("generate-200-hot", ("--generate", "200", "--temperature", "5"), "either"),
+    ("long-flag-short-prompt", ("--long",), "either"),
 ]:
     add(f"decoder-args-{name}", "decoder", expect, lambda c: None, ("next", "Hello <|im_end|>", *extra), positioned=False)
 
