@@ -56,6 +56,15 @@ def _texts(page) -> dict[str, str]:
         [tr.querySelector("th").innerText.trim(), tr.querySelector(".sa-pct").innerText.trim()])"""))
 
 
+def _spec(context_id: str):
+    """A context as the build reads it from content/ (its logits over the whole vocabulary)."""
+    from generator.content import load_lab, load_site
+
+    lab, problems = load_lab(load_site(Path(__file__).resolve().parents[1] / "content"), "sampling")
+    assert lab is not None and not problems
+    return lab.spec.context(context_id)
+
+
 def _shown(page) -> dict[str, int]:
     """Word → the whole percentage its bar shows (cut words and "<1%" count as 0, ">99%" as 100)."""
     whole = {"cut": 0, "<1%": 0, ">99%": 100}
@@ -202,12 +211,8 @@ def test_sampling_screenshots_and_no_sideways_scrolling(browser, watch, shipped,
 def test_top_p_cuts_the_whole_vocabulary_as_python_does(page, shipped):
     """On the model's distribution the nucleus runs far past the ten listed tokens: the page loads
     the other tokens' parts and keeps exactly as many tokens as the build's NumPy cut does."""
-    from generator.content import load_lab, load_site
-
-    lab, problems = load_lab(load_site(Path(__file__).resolve().parents[1] / "content"), "sampling")
-    assert lab is not None and not problems
     data = _data(shipped)
-    context = lab.spec.context(data["default"]["context"])
+    context = _spec(data["default"]["context"])
     _open(page, shipped)
     for index, p in ((data["default"]["t"], 90), (0, 50), (len(data["temps"]) - 1, 30)):
         page.locator("#sa-temp").fill(str(index))
@@ -258,3 +263,45 @@ def test_when_the_dials_acts_cannot_load_the_page_says_so_and_tries_again(browse
 def _default(shipped) -> tuple[dict, int]:
     data = _data(shipped)
     return next(c for c in data["contexts"] if c["id"] == data["default"]["context"]), data["default"]["t"]
+
+
+@pytest.mark.parametrize("how", ["keyboard", "value"])
+def test_settings_made_while_the_dials_code_is_on_its_way_all_hold_once_it_arrives(page, shipped, how):
+    """The dial's acts (sampling-dial.<hash>.js) load when the learner first reaches for the dial,
+    and what the learner does meanwhile waits for them. Held back until a context is chosen and the
+    temperature and top-p are set (by the keyboard, or as a value set on the slider with its input
+    event), the code must replay every setting as it was made: the context's act redraws the
+    controls from the settings it knows, which must not undo the temperature set after it."""
+    data = _data(shipped)
+    chosen = next(c for c in data["contexts"] if c["id"] != data["default"]["context"])
+    held = []
+    page.route(re.compile(r".*/sampling-dial\.[0-9a-f]+\.js$"), lambda route: held.append(route))
+    _open(page, shipped)
+    page.locator("#sa-context").select_option(chosen["id"])
+    if how == "keyboard":
+        page.locator("#sa-temp").focus()
+        page.keyboard.press("Home")
+        page.locator("#sa-topp").focus()
+        for _ in range(10):
+            page.keyboard.press("ArrowLeft")
+    else:
+        page.locator("#sa-temp").fill("0")
+        page.locator("#sa-topp").fill("90")
+    for _ in range(200):  # the request is in flight as soon as the context's act asked for the code
+        if held:
+            break
+        page.wait_for_timeout(25)
+    assert held and not page.evaluate("!!Labs.code.samplingAct"), "the dial's code should still be on its way"
+    held[0].continue_()
+    T = data["temps"][0]
+    expect(page.locator("#sa-temp-out")).to_have_text(f"T = {T:g}")
+    expect(page.locator("#sa-topp-out")).to_have_text("p = 0.90")
+    _cut(page)
+    state = page.evaluate("Labs.test.sampling.state()")
+    assert (state["context"], state["t"], state["p"]) == (chosen["id"], 0, 90)
+    context = _spec(chosen["id"])
+    parts = decoding.to_parts(decoding.softmax(context.logits, [T])[0])
+    kept, n = int(decoding.top_p_keep(parts, 90).sum()), len(parts)
+    unit = "tokens" if "ids" in chosen else "words"
+    expect(page.locator("#sa-caption")).to_have_text(f"Next {unit[:-1]} after “{chosen['text']} …” at T = {T:g}, top-p 0.90")
+    expect(page.locator("#sa-summary")).to_contain_text(f"Top-p keeps {kept:,} of {n:,} {unit}")

@@ -202,9 +202,11 @@
   let acting = null, queue = Promise.resolve();
   const wake = () => acting ||= Promise.all([u.load(data.acts.js), u.load(data.acts.css)]).then(() => Labs.code.samplingAct(view),
     () => { acting = null; el.summary.textContent = "The dial's code did not load, so the dial cannot change."; throw 0; });
-  // Each act waits for dial.js and for the acts before it, so they run in the order they came.
-  const act = (name, ev) => (queue = queue.then(wake).then(a => a[name](ev), () => {}));
-  const on = (node, type, name) => node.addEventListener(type, ev => act(name, ev));
+  // Each act waits for dial.js and for the acts before it, so they run in the order they came,
+  // each with the value its control had when the learner set it: an act before it (a context
+  // changed) redraws every control from the settings, over a value set while dial.js was loading.
+  const act = (name, value) => (queue = queue.then(wake).then(a => a[name](value), () => {}));
+  const on = (node, type, name) => node.addEventListener(type, () => act(name, node.value));
   on(el.context, "change", "context");
   on(el.temp, "input", "temp");
   on(el.topk, "change", "topk");

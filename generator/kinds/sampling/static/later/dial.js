@@ -89,12 +89,15 @@
     view.built(ctxOf());
     view.paint();
     return {
-      context() { state.context = el.context.value; changed(true); },
-      temp() { state.t = +el.temp.value; changed(false); },
-      topk() { state.k = +el.topk.value; changed(false); },
-      topp() { state.p = +el.topp.value; changed(false); },
-      seed() {
-        const s = Number(el.seed.value), ok = Number.isInteger(s) && s >= 0 && s <= view.MAX_SEED;
+      // A setting's act gets the value its control had when the learner set it (20-sampling.js).
+      context(value) { state.context = value; changed(true); },
+      temp(value) { state.t = +value; changed(false); },
+      // A k chosen before a context changed may not be on the new context's list: fillTopK keeps
+      // only one that is.
+      topk(value) { state.k = +value; view.fillTopK(); changed(false); },
+      topp(value) { state.p = +value; changed(false); },
+      seed(value) {
+        const s = Number(value), ok = Number.isInteger(s) && s >= 0 && s <= view.MAX_SEED;
         if (ok) state.seed = s;
         changed(false);
         if (!ok) view.say(`A seed is a whole number from 0 to ${view.MAX_SEED}, so the seed stays ${state.seed}.`);
