@@ -9,6 +9,7 @@ and every complaint it makes carries the exact ``file:line:col`` of the offendin
 from __future__ import annotations
 
 import math
+import re
 import sys
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -256,6 +257,10 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
+# The control characters a text may not hold: C0 but tab and newline, DEL and C1.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 class Reader:
     """Typed, positioned access to a :class:`YamlDoc`. Each getter records a diagnostic and
     returns ``None`` on a mistake, so validation goes on and reports every error of a run.
@@ -324,7 +329,8 @@ class Reader:
             self.error(where, f"{_label(where)} must be text, not {_kind(value)}")
             return None
         text = self.doc.raw.get(where, str(value)) if not isinstance(value, str) else value
-        control = next((c for c in text if (c < " " and c not in "\n\t") or "\x7f" <= c <= "\x9f"), None)
+        found = _CONTROL.search(text)
+        control = found.group() if found else None
         if control is not None:  # from an escape such as "\0", "\a" or "\x1b": it would reach <title> as it is
             self.error(where, f"{_label(where)} holds the control character U+{ord(control):04X} "
                               "(written as an escape); remove it")
