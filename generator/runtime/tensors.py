@@ -82,6 +82,28 @@ def dequantized_weights(tensors: Mapping[str, np.ndarray], config: BertConfig, d
         )
         for i in range(config.num_hidden_layers)
     )
-    word = quantize.dequantize(tensors["embeddings.word.q"], tensors["embeddings.word.scales"]).astype(dtype)
+    word = DequantizedRows(tensors["embeddings.word.q"], tensors["embeddings.word.scales"], dtype)  # indexed as the table
     return BertWeights(word=word, position=t("embeddings.position"), token_type=t("embeddings.token_type"),
                        ln_g=t("embeddings.ln.g"), ln_b=t("embeddings.ln.b"), layers=layers)
+
+
+class DequantizedRows:
+    """The token embedding table ``[V, d]`` of int8 rows and their scales, dequantized row by row as
+    it is indexed: a forward pass reads only its tokens' rows (``weights.word[ids]``), so the whole
+    table in float32 is never made (MiniLM's is 47 MB, and three times that while it is made: the
+    peak of a build that checks a bundle). ``table[ids]`` is ``dequantize(q, scales)[ids]`` to the
+    bit: dequantizing is entry by entry."""
+
+    def __init__(self, q: np.ndarray, scales: np.ndarray, dtype: type = np.float32):
+        self.q, self.scales, self.dtype = q, scales, np.dtype(dtype)
+        self.shape = q.shape
+
+    def __getitem__(self, index) -> np.ndarray:
+        rows = np.asarray(index)
+        flat = rows.reshape(-1)
+        out = quantize.dequantize(self.q[flat], self.scales[flat]).astype(self.dtype)
+        return out.reshape(rows.shape + self.shape[1:])
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:  # the whole table, for any other use
+        table = quantize.dequantize(self.q, self.scales).astype(self.dtype)
+        return table if dtype is None else table.astype(dtype)
