@@ -58,6 +58,8 @@ _CODE_POINTS = 0x110000
 _CAPITAL_SIGMA, _FINAL_SIGMA = "\u03a3", "\u03c2"
 _OTHER = frozenset({"Cc", "Cf", "Cn", "Co", "Cs"})  # the categories C*
 _MARKS = frozenset({"Mn", "Mc", "Me"})  # the categories M*
+_CATEGORY_NAMES = ("Cc", "Cf", "Cn", "Co", "Cs", "Ll", "Lm", "Lo", "Lt", "Lu", "Mc", "Me", "Mn", "Nd", "Nl",
+                   "No", "Pc", "Pd", "Pe", "Pf", "Pi", "Po", "Ps", "Sc", "Sk", "Sm", "So", "Zl", "Zp", "Zs")
 
 
 def _kept_flags(predicate: Callable[[str], bool], kept: np.ndarray) -> bytes:
@@ -80,14 +82,26 @@ def ranges(flags: bytes) -> list[int]:
     return out
 
 
-def _dropped(categories: list[str]) -> bytes:
+def _categories() -> np.ndarray:
+    """Every code point's general category, as its index in :data:`_CATEGORY_NAMES` (one byte each:
+    the names themselves would be a million strings, some 70 MB while they are held)."""
+    index = {name: i for i, name in enumerate(_CATEGORY_NAMES)}
+    names = map(unicodedata.category, map(chr, range(_CODE_POINTS)))
+    return np.frombuffer(bytes(map(index.__getitem__, names)), dtype=np.uint8)
+
+
+def _flags(categories: np.ndarray, names: frozenset[str]) -> np.ndarray:  # -> [code points] uint8, 1 in ``names``
+    return np.isin(categories, [i for i, name in enumerate(_CATEGORY_NAMES) if name in names]).astype(np.uint8)
+
+
+def _dropped(categories: np.ndarray) -> bytes:
     """One byte per code point, 1 for what ``wordpiece.clean_text`` removes: NUL, U+FFFD and
     ``is_control`` (C* but tab, newline and CR), read from the categories already looked up for
     every code point rather than by a million calls of ``is_control`` that look them up again."""
-    flags = bytearray(map(_OTHER.__contains__, categories))
+    flags = _flags(categories, _OTHER)
     for char in "\t\n\r\x00\ufffd":
         flags[ord(char)] = is_control(char) or char in "\x00\ufffd"
-    return bytes(flags)
+    return flags.tobytes()
 
 
 def _lower_case_tables(kept: np.ndarray) -> dict[str, Any]:
@@ -149,13 +163,13 @@ def unicode_tables() -> dict[str, Any]:
     ``punctuation``, ``nonspacing`` (Mn: what stripping accents drops) and the lower-case tables
     of :func:`_lower_case_tables`. Computed once per process.
     """
-    categories = list(map(unicodedata.category, map(chr, range(_CODE_POINTS))))
+    categories = _categories()
     dropped = _dropped(categories)
     kept = np.flatnonzero(np.frombuffer(dropped, dtype=np.uint8) == 0)
     return {
         "version": unicodedata.unidata_version,
         "dropped": ranges(dropped),
-        "mark": ranges(bytes(map(_MARKS.__contains__, categories))),
+        "mark": ranges(_flags(categories, _MARKS).tobytes()),
         "whitespace": ranges(_kept_flags(is_whitespace, kept)),
         "space": ranges(_kept_flags(str.isspace, kept)),
         "chinese": ranges(_kept_flags(is_chinese_char, kept)),
