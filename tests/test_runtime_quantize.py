@@ -88,3 +88,22 @@ def test_the_same_weights_always_give_the_same_bytes():
 def test_weights_beyond_float16_scales_are_refused():
     with pytest.raises(AssertionError, match="too large for float16 scales"):
         quantize(np.array([[1e7]], dtype=np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_embedding_table_dequantized_by_rows_is_the_whole_tables_rows_to_the_bit(dtype):
+    """reference_model's token embeddings (DequantizedRows) make only the rows a forward pass
+    indexes; each is the whole table's row, bit for bit, for a list, an array and one id."""
+    from generator.runtime.tensors import DequantizedRows
+
+    rng = np.random.default_rng(5)
+    table = rng.normal(0, 0.05, (300, 96)).astype(np.float32)
+    q, scales = quantize(table)
+    whole = dequantize(q, scales).astype(dtype)
+    rows = DequantizedRows(q, scales, dtype)
+    ids = np.array([0, 299, 7, 7, 150])
+    assert rows.shape == whole.shape
+    for index in (ids, ids.tolist(), ids.reshape(1, 5), 42):
+        got = rows[index]
+        assert got.dtype == whole.dtype and got.tobytes() == whole[index].tobytes()
+    assert np.asarray(rows).tobytes() == whole.tobytes()
