@@ -278,6 +278,9 @@ def make_content(folder: Path, n_labs: int, variants: int, heads: HeadsCache) ->
         "site_name: Reference\nmarkdown_extensions: [fenced_code, tables, codehilite]\n", encoding="utf-8")
     pools = _pools(variants)
     original = (SOURCE_LAB / "lab.yaml").read_text(encoding="utf-8")
+    from generator.content import load_site
+
+    source = load_site(content)
     for i in range(n_labs):
         slug = f"lab-{i:04d}"
         target = content / "labs" / slug
@@ -296,21 +299,21 @@ def make_content(folder: Path, n_labs: int, variants: int, heads: HeadsCache) ->
             (target / f.name).write_text(text, encoding="utf-8")
         by_sentence = {s: heads.entry(s) for s in sentence_texts((target / "lab.yaml").read_text(encoding="utf-8"))}
         key, drift = heads.drift(by_sentence)
-        report = report_of(content, slug, heads.sha, by_sentence)
+        report = report_of(source, slug, heads.sha, by_sentence)
         save_cache(target / "real-heads.json", {"entries": {heads.sha: by_sentence}, "drift": {key: drift}, "report": report,
                                                 "format": CACHE_FORMAT, "version": CACHE_VERSION})
         (docs / f"page-{i:04d}.md").write_text("\n\n".join(page), encoding="utf-8")
     return content, folder / "mkdocs"
 
 
-def report_of(content: Path, slug: str, sha: str, by_sentence: dict[str, dict]) -> dict | None:
+def report_of(source, slug: str, sha: str, by_sentence: dict[str, dict]) -> dict | None:
     """The lab's head finder report, as ``labs heads`` stores it in its real-heads.json
     (``generator.kinds.attention.headreport``): computed for every lab, since no two labs have the
-    same sentences and relations."""
-    from generator.content import load_lab, load_site
+    same sentences and relations. ``source``: the site, loaded once (``content.load_site``)."""
+    from generator.content import load_lab
     from generator.kinds.attention.commands import report_to_store
 
-    lab, problems = load_lab(load_site(content), slug)
+    lab, problems = load_lab(source, slug)
     if lab is None or problems:
         raise SystemExit(f"synthetic lab {slug} does not load: {problems}")
     return report_to_store(lab.spec.model, lab.spec.widget, {"entries": {sha: by_sentence}}, sha)
