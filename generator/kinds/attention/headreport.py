@@ -29,7 +29,7 @@ import hashlib
 import importlib.util
 import json
 import marshal
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +105,6 @@ def stored(cache: Mapping, inputs: bytes) -> tuple[Any, Any] | None:
 def made(inputs: bytes, finder: Any, learned: Any) -> dict[str, Any]:
     """The ``report`` section to store for these numbers."""
     return {"key": report_key(inputs, finder, learned), "finder": finder, "learned": learned}
-
 
 
 def report_line(report: Mapping[str, Any]) -> str:
