@@ -15,7 +15,6 @@ Cache file format (JSON, UTF-8, written by :func:`save_cache`)::
     ... one sentence per line, sorted ...
     }
     },
-    "report": {"key": "<64 hex>", "finder": [...], "learned": {...}},
     "format": "attention-labs/real-heads-cache",
     "version": 1
     }
@@ -29,10 +28,6 @@ Each entry, for ``n`` words (``[CLS]`` and ``[SEP]`` included) and ``p`` word pi
   (non-decreasing, every word has at least one piece);
 - ``attention``: [layers][heads][n][n] integers per mille, word level; every row sums to
   exactly 1000 (rounded by :func:`largest_remainder`).
-
-``report`` (optional; written by ``labs heads``): the head finder's report and the learned-head
-matches the build would compute from these entries and the lab's sentences and relations, under a
-key of all of it (:mod:`.headreport`); a build whose key is the same reads them.
 
 ``drift`` (optional; written by ``labs heads`` for a lab whose ``model:`` names a ``bundle:``):
 for each sentence, the largest difference in points between the bundle's 8-bit model's
@@ -57,7 +52,6 @@ from typing import Literal
 import numpy as np
 
 from generator.models.bert import BertModel
-from generator.kinds.attention import headreport
 from generator.kinds.attention.permille import per_mille_arrays
 from generator.kinds.attention.realheads import PER_MILLE, largest_remainder, word_attention
 from generator.kinds import BuildError, ContentError, Diagnostic, display_path, regular_problem
@@ -177,8 +171,6 @@ def save_cache(path: Path, cache: Cache) -> None:
                       for j, text in enumerate(texts)]
             lines.append("}," if i < len(drift) - 1 else "}")
         lines.append("},")
-    if cache.get("report") is not None:
-        lines.append(headreport.report_line(cache["report"]))
     lines += [f'"format": {_dumps(CACHE_FORMAT)},', f'"version": {CACHE_VERSION}', "}"]
     path = Path(path)
     temporary = path.with_name(path.name + ".tmp")
@@ -448,15 +440,12 @@ def _parse(path: Path, raw: bytes, fast: bool = False) -> tuple[Cache, dict[tupl
         report(1, f"'format' must be {CACHE_FORMAT!r}")
     if data.get("version") != CACHE_VERSION:
         report(1, f"'version' must be {CACHE_VERSION} (this cache says {data.get('version')!r}); rebuild it")
-    unknown = sorted(set(data) - {"entries", "drift", "report", "format", "version"})
+    unknown = sorted(set(data) - {"entries", "drift", "format", "version"})
     if unknown:
         report(1, f"unknown top-level key(s) {', '.join(unknown)}")
     drift_problem = _drift_problem(data.get("drift", {}))
     if drift_problem is not None:
         report(text.count("\n", 0, max(0, text.find('"drift"'))) + 1, drift_problem)
-    report_problem = headreport.problem(data["report"]) if "report" in data else None
-    if report_problem is not None:
-        report(text.count("\n", 0, max(0, text.find('\n"report"') + 1)) + 1, report_problem)  # a word may be "report"
     entries = data.get("entries")
     if not isinstance(entries, dict):
         report(1, "'entries' must be an object mapping checkpoint SHA-256 to sentences")

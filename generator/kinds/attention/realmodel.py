@@ -289,7 +289,7 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
 
     Raises ContentError when a sentence is not cached and no checkpoint is at hand.
     """
-    from generator.kinds.attention import cache as cachefile, headreport
+    from generator.kinds.attention import cache as cachefile
 
     cache = cachefile.load_cache_arrays(spec.cache)  # attention as int16 arrays, read once per file content
     folder = model_dir or (spec.checkpoint if spec.checkpoint and spec.checkpoint.is_dir() else None)
@@ -334,7 +334,7 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
             sentences[s.id] = {"words": entry["words"], "special": entry["special"], "attention": entry["attention"]}
     if problems:
         raise ContentError(problems)
-    finder, learned = headreport.finder_and_learned(spec, widget, sha, entries, cache)
+    aligned = _Aligned([*model_sentences(widget), *spec.finder_sentences], entries)
     first = next((entries[sid] for sid in sentences), None)
     layers, heads = first["attention"].shape[:2] if first else (0, 0)
     by_text = {sentence_text(s): entries[s.id] for s in [*model_sentences(widget), *spec.finder_sentences]}
@@ -345,8 +345,8 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
         "heads": heads,
         "per_mille": True,
         "sentences": sentences,
-        "finder": finder,
-        "learned": learned,
+        "finder": _finder(spec, widget, entries, aligned),
+        "learned": learned_matches(widget, spec.finder_sentences, entries, aligned),
     }, notes, by_text
 
 
