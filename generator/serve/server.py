@@ -247,7 +247,8 @@ def serve(content: Path, theme: Path | None, output: Path, host: str = "127.0.0.
         warn(f"WARNING: serving on {host}: anyone who can reach this machine on that address can read the site. "
              "This is a development server, not hardened for the internet; use --host 127.0.0.1 unless you "
              "mean it.")
-    server = DevServer(content, theme, output, host, port, report, warn, options)
+    gate = _Gate()  # once "stopped" is said, a rebuild still running in its thread says nothing more
+    server = DevServer(content, theme, output, host, port, gate.wrap(report), gate.wrap(warn), options)
     previous = {}
     main = threading.current_thread() is threading.main_thread()
     try:
@@ -277,5 +278,24 @@ def serve(content: Path, theme: Path | None, output: Path, host: str = "127.0.0.
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+    gate.close()
     report("stopped")
     return 0
+
+
+class _Gate:
+    """Lets messages through until closed; a message under way when it closes is finished first."""
+
+    def __init__(self):
+        self._lock, self._open = threading.Lock(), True
+
+    def wrap(self, say: Callable[[str], None]) -> Callable[[str], None]:
+        def gated(message: str) -> None:
+            with self._lock:
+                if self._open:
+                    say(message)
+        return gated
+
+    def close(self) -> None:
+        with self._lock:
+            self._open = False
