@@ -329,10 +329,9 @@ class Reader:
             self.error(where, f"{_label(where)} must be text, not {_kind(value)}")
             return None
         text = self.doc.raw.get(where, str(value)) if not isinstance(value, str) else value
-        found = _CONTROL.search(text)
-        control = found.group() if found else None
-        if control is not None:  # from an escape such as "\0", "\a" or "\x1b": it would reach <title> as it is
-            self.error(where, f"{_label(where)} holds the control character U+{ord(control):04X} "
+        control = _CONTROL.search(text)
+        if control:  # from an escape such as "\0", "\a" or "\x1b": it would reach <title> as it is
+            self.error(where, f"{_label(where)} holds the control character U+{ord(control.group()):04X} "
                               "(written as an escape); remove it")
             return None
         if not text.strip():
