@@ -163,7 +163,7 @@ def _computing_parts(book: Counter, timed, lab) -> None:
     """The attention kind's computing, part by part, as ``AttentionKind.compute`` calls them."""
     from generator.kinds.attention import cache as cachefile, inpage
     from generator.kinds.attention.pattern import shuffles
-    from generator.kinds.attention.realmodel import _Aligned, _finder, learned_matches, model_sentences, sentence_text
+    from generator.kinds.attention.headfinder import Aligned, find_heads, learned_matches, model_sentences, sentence_text
     from generator.kinds.attention.widget import check_claims, compute_widget
 
     widget, model = lab.spec.widget, lab.spec.model
@@ -175,8 +175,8 @@ def _computing_parts(book: Counter, timed, lab) -> None:
     (sha,) = cache["entries"]
     sentences = [*model_sentences(widget), *model.finder_sentences]
     entries = {s.id: cachefile.cache_lookup(cache, sha, sentence_text(s)) for s in sentences}
-    aligned = _Aligned(sentences, entries)
-    timed(book, "computing: head finder", _finder, model, widget, entries, aligned)
+    aligned = Aligned(sentences, entries)
+    timed(book, "computing: head finder", find_heads, model, widget, entries, aligned)
     timed(book, "computing: learned-head matching", learned_matches, widget, model.finder_sentences, entries, aligned)
     if model.bundle is not None:  # read from the cache's drift section: no sentence runs through the 8-bit model
         by_text = {sentence_text(s): entries[s.id] for s in sentences}

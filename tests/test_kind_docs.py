@@ -70,7 +70,7 @@ def test_the_sampling_page_documents_every_key_and_its_example_builds(tmp_path, 
 def test_the_attention_page_documents_every_key_and_its_example_builds(tmp_path, monkeypatch, capsys):
     from generator.kinds.attention import teaching
     from generator.kinds.attention import AttentionKind
-    from generator.kinds.attention import realmodel
+    from generator.kinds.attention import headfinder
 
     text = (DOCS / "attention.md").read_text(encoding="utf-8")
     for heading in ("## Keys under `widget:`", "## Claims", "## The `model:` section", "### Relations and the head finder",
@@ -88,8 +88,8 @@ def test_the_attention_page_documents_every_key_and_its_example_builds(tmp_path,
         assert f"`{head}`" in text, head
     assert f"[{', '.join(teaching.DEFAULT_HEADS)}]" in text
     assert "`max_drift:`" in text and "never fails the build by itself" in text
-    assert f"at least {realmodel.BEATS_MIN_HIT:.0%}".replace("%", " %") in text
-    assert f"p < {realmodel.BEATS_MAX_P}" in text
+    assert f"at least {headfinder.BEATS_MIN_HIT:.0%}".replace("%", " %") in text
+    assert f"p < {headfinder.BEATS_MAX_P}" in text
     assert f"at most {teaching.MAX_WORDS} words" in text
     code, err = _check_example(tmp_path, monkeypatch, capsys, "attention")
     assert code == 0, err

@@ -19,7 +19,7 @@ from generator.kinds.attention import realheads, scaling, teaching
 from generator.build import compute_lab
 from generator.content import load_lab, load_site
 from generator.kinds.attention import cache as cachefile
-from generator.kinds.attention.realmodel import BEATS_MAX_P
+from generator.kinds.attention.headfinder import BEATS_MAX_P
 from generator.models import decoding
 from generator.kinds.sampling import dial_figure
 from generator.kinds.sampling.reading import share_text

@@ -21,8 +21,6 @@ ONE_THING = {
     "generator/kinds/attention/teaching.py": (648, "the designed model: lexicon, roles, heads and their rules"),
     "generator/kinds/attention/cache.py": (567, "the real-heads cache file: its format, written, read and checked"),
     "generator/content.py": (554, "reading a site's authored files into the content model (one loader)"),
-    "generator/kinds/attention/realmodel.py":
-        (538, "the model: section: read, real heads from the cache, the head finder on them"),
     "generator/models/bert.py": (519, "the NumPy BERT encoder and its checkpoint loading"),
     "generator/kinds/attention/reading.py":
         (428, "the spotlight's widget: section read: sentences, tags, claims, each at its line"),

@@ -138,7 +138,8 @@ def refresh(spec, widget, model_dir: Path | None) -> tuple[list[str], Path, int]
     sentences computed, the file and how many sentences' 8-bit figures (``drift``) were computed."""
     from generator.kinds.attention import cache as cachefile
     from generator.kinds.attention.inpage import refresh_drift
-    from generator.kinds.attention.realmodel import CHECKPOINT_HELP, model_sentences, sentence_text
+    from generator.kinds.attention.headfinder import model_sentences, sentence_text
+    from generator.kinds.attention.realmodel import CHECKPOINT_HELP
 
     folder = model_dir or spec.checkpoint
     if folder is None:
@@ -154,7 +155,7 @@ def refresh(spec, widget, model_dir: Path | None) -> tuple[list[str], Path, int]
 
 
 def cmd_heads(args: argparse.Namespace, load: Callable[[Path], Content]) -> int:
-    from generator.kinds.attention.realmodel import model_sentences
+    from generator.kinds.attention.headfinder import model_sentences
 
     content = load(args.content)
     labs = [lab for lab in content.labs if lab.kind == "attention" and lab.spec.model is not None

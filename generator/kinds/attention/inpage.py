@@ -73,7 +73,7 @@ def refresh_drift(spec, old: dict, fresh: dict, sha: str, texts: list[str]) -> t
 
 def lab_texts(spec, widget) -> list[str]:
     """Every sentence the lab's model reads (the spotlight's and the head finder's), as cached."""
-    from generator.kinds.attention.realmodel import model_sentences, sentence_text
+    from generator.kinds.attention.headfinder import model_sentences, sentence_text
 
     return [sentence_text(s) for s in [*model_sentences(widget), *spec.finder_sentences]]
 
