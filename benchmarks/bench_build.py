@@ -33,7 +33,9 @@ The synthetic labs are copies of the shipped attention lab (07) that differ from
 Every lab keeps lab 07's ``bundle:`` (the committed 8-bit model, copied into the benchmark's
 ``content/models/``): its real-heads.json also holds the bundle's figure for each of its
 sentences (``drift``), as ``labs heads`` writes it, computed once per distinct sentence and kept
-in the heads cache too — so a build reads it, as a real site's build does.
+in the heads cache too — so a build reads it, as a real site's build does. It also holds the
+lab's head finder report (``report``), as ``labs heads`` writes it, computed for every lab while
+the content is made.
 
 MkDocs (1.6, ``pip install mkdocs``) builds one page per lab: that lab's Markdown files
 concatenated, with the extensions our labs use (fenced code, tables, codehilite).
@@ -276,6 +278,9 @@ def make_content(folder: Path, n_labs: int, variants: int, heads: HeadsCache) ->
         "site_name: Reference\nmarkdown_extensions: [fenced_code, tables, codehilite]\n", encoding="utf-8")
     pools = _pools(variants)
     original = (SOURCE_LAB / "lab.yaml").read_text(encoding="utf-8")
+    from generator.content import load_site
+
+    source = load_site(content)
     for i in range(n_labs):
         slug = f"lab-{i:04d}"
         target = content / "labs" / slug
@@ -294,10 +299,24 @@ def make_content(folder: Path, n_labs: int, variants: int, heads: HeadsCache) ->
             (target / f.name).write_text(text, encoding="utf-8")
         by_sentence = {s: heads.entry(s) for s in sentence_texts((target / "lab.yaml").read_text(encoding="utf-8"))}
         key, drift = heads.drift(by_sentence)
-        save_cache(target / "real-heads.json", {"entries": {heads.sha: by_sentence}, "drift": {key: drift},
+        report = report_of(source, slug, heads.sha, by_sentence)
+        save_cache(target / "real-heads.json", {"entries": {heads.sha: by_sentence}, "drift": {key: drift}, "report": report,
                                                 "format": CACHE_FORMAT, "version": CACHE_VERSION})
         (docs / f"page-{i:04d}.md").write_text("\n\n".join(page), encoding="utf-8")
     return content, folder / "mkdocs"
+
+
+def report_of(source, slug: str, sha: str, by_sentence: dict[str, dict]) -> dict | None:
+    """The lab's head finder report, as ``labs heads`` stores it in its real-heads.json
+    (``generator.kinds.attention.headreport``): computed for every lab, since no two labs have the
+    same sentences and relations. ``source``: the site, loaded once (``content.load_site``)."""
+    from generator.content import load_lab
+    from generator.kinds.attention.commands import report_to_store
+
+    lab, problems = load_lab(source, slug)
+    if lab is None or problems:
+        raise SystemExit(f"synthetic lab {slug} does not load: {problems}")
+    return report_to_store(lab.spec.model, lab.spec.widget, {"entries": {sha: by_sentence}}, sha)
 
 
 # --------------------------------------------------------------------------- measuring

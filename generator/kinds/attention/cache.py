@@ -15,6 +15,7 @@ Cache file format (JSON, UTF-8, written by :func:`save_cache`)::
     ... one sentence per line, sorted ...
     }
     },
+    "report": {"key": "<64 hex>", "finder": [...], "learned": {...}},
     "format": "attention-labs/real-heads-cache",
     "version": 1
     }
@@ -28,6 +29,10 @@ Each entry, for ``n`` words (``[CLS]`` and ``[SEP]`` included) and ``p`` word pi
   (non-decreasing, every word has at least one piece);
 - ``attention``: [layers][heads][n][n] integers per mille, word level; every row sums to
   exactly 1000 (rounded by :func:`largest_remainder`).
+
+``report`` (optional; written by ``labs heads``): the head finder's report and the learned-head
+matches the build would compute from these entries and the lab's sentences and relations, under a
+key of all of it (:mod:`.headreport`); a build whose key is the same reads them.
 
 ``drift`` (optional; written by ``labs heads`` for a lab whose ``model:`` names a ``bundle:``):
 for each sentence, the largest difference in points between the bundle's 8-bit model's
@@ -171,6 +176,11 @@ def save_cache(path: Path, cache: Cache) -> None:
                       for j, text in enumerate(texts)]
             lines.append("}," if i < len(drift) - 1 else "}")
         lines.append("},")
+    if cache.get("report") is not None:
+        report = cache["report"]
+        ordered = {"key": report["key"], "finder": report["finder"], "learned": report["learned"]}
+        # Unsorted: the key digests the numbers in the order they were made, which the page keeps.
+        lines.append(f'"report": {json.dumps(ordered, ensure_ascii=False, separators=(",", ":"))},')
     lines += [f'"format": {_dumps(CACHE_FORMAT)},', f'"version": {CACHE_VERSION}', "}"]
     path = Path(path)
     temporary = path.with_name(path.name + ".tmp")
@@ -440,12 +450,15 @@ def _parse(path: Path, raw: bytes, fast: bool = False) -> tuple[Cache, dict[tupl
         report(1, f"'format' must be {CACHE_FORMAT!r}")
     if data.get("version") != CACHE_VERSION:
         report(1, f"'version' must be {CACHE_VERSION} (this cache says {data.get('version')!r}); rebuild it")
-    unknown = sorted(set(data) - {"entries", "drift", "format", "version"})
+    unknown = sorted(set(data) - {"entries", "drift", "report", "format", "version"})
     if unknown:
         report(1, f"unknown top-level key(s) {', '.join(unknown)}")
     drift_problem = _drift_problem(data.get("drift", {}))
     if drift_problem is not None:
         report(text.count("\n", 0, max(0, text.find('"drift"'))) + 1, drift_problem)
+    report_problem = _report_problem(data["report"]) if "report" in data else None
+    if report_problem is not None:
+        report(text.count("\n", 0, max(0, text.find('\n"report"') + 1)) + 1, report_problem)  # a word may be "report"
     entries = data.get("entries")
     if not isinstance(entries, dict):
         report(1, "'entries' must be an object mapping checkpoint SHA-256 to sentences")
@@ -482,6 +495,18 @@ def _parse(path: Path, raw: bytes, fast: bool = False) -> tuple[Cache, dict[tupl
     if problems:
         raise ContentError(problems)
     return data, arrays
+
+
+def _report_problem(report) -> str | None:
+    """What is wrong with a file's ``report`` section as a shape, or None (its numbers are checked
+    by their key, against the inputs of the build that reads them: :mod:`.headreport`)."""
+    if not isinstance(report, dict) or set(report) != {"key", "finder", "learned"}:
+        return "'report' must be an object with 'key', 'finder' and 'learned' (written by labs heads)"
+    if not isinstance(report["key"], str) or len(report["key"]) != 64:
+        return "'report': 'key' must be 64 lowercase hex digits"
+    if not isinstance(report["finder"], list) or not isinstance(report["learned"], dict):
+        return "'report': 'finder' must be a list and 'learned' an object"
+    return None
 
 
 def _drift_problem(drift) -> str | None:

@@ -15,7 +15,7 @@ import numpy as np
 from generator.kinds.attention import teaching
 from generator.models.bert import load_model, run_sentence
 from generator.kinds.attention.realheads import largest_remainder
-from generator.kinds import BuildError, Content, did_you_mean, display_path
+from generator.kinds import BuildError, Content, ContentError, did_you_mean, display_path
 
 
 def add_commands(sub: Any) -> None:
@@ -150,8 +150,24 @@ def refresh(spec, widget, model_dir: Path | None) -> tuple[list[str], Path, int]
     texts = [sentence_text(s) for s in model_sentences(widget)] + [sentence_text(f) for f in spec.finder_sentences]
     fresh, computed = cachefile.refresh_cache(cache, model, sha, texts)
     drift, drift_computed = refresh_drift(spec, cache, fresh, sha, texts)
-    cachefile.save_cache(spec.cache, {**fresh, "drift": drift} if drift else fresh)
+    cachefile.save_cache(spec.cache, {**fresh, "drift": drift, "report": report_to_store(spec, widget, fresh, sha)})
     return computed, spec.cache, drift_computed
+
+
+def report_to_store(spec, widget, cache, sha: str) -> dict | None:
+    """The head finder's report and learned matches to store beside the entries (:mod:`.headreport`);
+    None where the build would report a mistake in the relations instead."""
+    from generator.kinds.attention import headreport
+    from generator.kinds.attention.headfinder import model_sentences, sentence_text
+
+    by_text = cache["entries"].get(sha, {})
+    entries = {s.id: {**by_text[sentence_text(s)], "attention": np.asarray(by_text[sentence_text(s)]["attention"],
+                                                                             dtype=np.int16)}
+               for s in [*model_sentences(widget), *spec.finder_sentences]}
+    try:
+        return headreport.report_of(spec, widget, sha, entries)
+    except ContentError:
+        return None
 
 
 def cmd_heads(args: argparse.Namespace, load: Callable[[Path], Content]) -> int:

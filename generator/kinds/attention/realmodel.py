@@ -42,7 +42,8 @@ import numpy as np
 
 from generator.kinds import BuildError, ContentError, Diagnostic, Reader, did_you_mean, display_path, pickled_as_call
 from generator.kinds.attention import teaching
-from generator.kinds.attention.headfinder import Aligned, find_heads, learned_matches, model_sentences, sentence_text
+from generator.kinds.attention import headreport
+from generator.kinds.attention.headfinder import model_sentences, sentence_text
 from generator.kinds.attention.reading import read_word
 
 _RELATION_TYPE = re.compile(r"[A-Za-z][\w -]*")  # one character class after a literal: linear time
@@ -299,7 +300,7 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
             sentences[s.id] = {"words": entry["words"], "special": entry["special"], "attention": entry["attention"]}
     if problems:
         raise ContentError(problems)
-    aligned = Aligned([*model_sentences(widget), *spec.finder_sentences], entries)
+    finder, learned = headreport.finder_and_learned(spec, widget, sha, entries, cache)
     first = next((entries[sid] for sid in sentences), None)
     layers, heads = first["attention"].shape[:2] if first else (0, 0)
     by_text = {sentence_text(s): entries[s.id] for s in [*model_sentences(widget), *spec.finder_sentences]}
@@ -310,6 +311,6 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
         "heads": heads,
         "per_mille": True,
         "sentences": sentences,
-        "finder": find_heads(spec, widget, entries, aligned),
-        "learned": learned_matches(widget, spec.finder_sentences, entries, aligned),
+        "finder": finder,
+        "learned": learned,
     }, notes, by_text
