@@ -162,3 +162,66 @@ def test_labs_heads_stores_no_report_where_the_build_reports_a_relation_on_a_spl
     words[words.index(sentence.queries[relation.query])] = "##split"
     cache["entries"][sha][sentence_text(sentence)] = {**entry, "words": words}
     assert _report(lab.spec.model, lab.spec.widget, cache, sha) is None
+
+
+def test_a_build_that_reads_the_stored_report_decodes_the_spotlights_sentences_only(monkeypatch):
+    """The other sentences' numbers are read as text for the report's key: lab 07 decodes 8 of 69."""
+    from generator.kinds.attention import inpage, permille
+
+    lab = _lab()
+    monkeypatch.setattr(cachefile, "_LOADED", [])
+    decoded: list[int] = []
+    per_mille_arrays = permille.per_mille_arrays
+    monkeypatch.setattr(permille, "per_mille_arrays", lambda texts, sizes: decoded.append(len(texts)) or per_mille_arrays(texts, sizes))
+    payload, _, by_text = realmodel.compute_real(lab.spec.model, lab.spec.widget, None)
+    inpage.accuracy(lab.spec.model, lab.spec.widget, payload["sha256"], by_text)
+    shown = model_sentences(lab.spec.widget)
+    assert decoded == [1] * len(shown) and len(by_text) > 3 * len(shown)
+    whole = cachefile.load_cache_arrays(lab.spec.model.cache)  # every number, decoded at once
+    for s in shown:
+        assert np.array_equal(payload["sentences"][s.id]["attention"], whole["entries"][payload["sha256"]][sentence_text(s)]["attention"])
+
+
+def _finder_only_line(path: Path) -> tuple[list[str], int]:
+    lab = _lab(path.parents[2])
+    texts = {f'"{sentence_text(s)}": ' for s in lab.spec.model.finder_sentences}
+    lines = path.read_text(encoding="utf-8").split("\n")
+    return lines, next(i for i, x in enumerate(lines) if any(x.startswith(t) for t in texts))
+
+
+def test_a_number_edited_where_the_page_does_not_show_it_is_still_an_error_at_its_line(project, capsys):
+    """Its text no longer matches the report's key, so the build reads the file as a whole and says
+    which line is wrong, and the site it had built stays as it was."""
+    path = project / "content/labs/attention/real-heads.json"
+    site = project / "site"
+    assert run(capsys, "build", "--content", str(project / "content"), "--output", str(site), "--no-cache")[0] == 0
+    before = {p: p.read_bytes() for p in site.rglob("*") if p.is_file()}
+    lines, at = _finder_only_line(path)
+    start = lines[at].index('{"attention":[[[[') + len('{"attention":[[[[')
+    lines[at] = lines[at][:start] + "1" + lines[at][start:]  # a row's first number, now over 1000 in all
+    path.write_text("\n".join(lines), encoding="utf-8")
+    code, _, err = run(capsys, "build", "--content", str(project / "content"), "--output", str(site), "--no-cache")
+    assert code == 1 and any(f"real-heads.json:{at + 1}:1: error: " in x and "sum to exactly 1000" in x for x in err), err
+    assert {p: p.read_bytes() for p in site.rglob("*") if p.is_file()} == before
+
+
+def test_numbers_written_with_spaces_are_read_the_careful_way(project, capsys):
+    """Valid JSON that the fast reader does not take (a space after a comma), in a shown sentence:
+    the build reads that file with json, computes the report, and writes the same pages."""
+    from generator.kinds.attention.permille import PendingPerMille
+
+    assert np.array_equal(PendingPerMille("[[[[1000, 0],[0,1000]]]]", 2, lambda: np.eye(2)).decoded(), np.eye(2))
+    assert PendingPerMille("[[[[1000,0],[0,1000]]]]", 2, lambda: pytest.fail("decoded")).shape == (1, 1, 2, 2)
+    path = project / "content/labs/attention/real-heads.json"
+    assert run(capsys, "build", "--content", str(project / "content"), "--output", str(project / "a"), "--no-cache")[0] == 0
+    lab = _lab(project / "content")
+    text = path.read_text(encoding="utf-8")
+    shown = f'"{sentence_text(model_sentences(lab.spec.widget)[0])}": {{"attention":[[[['
+    at = text.index(shown) + len(shown)
+    comma = text.index(",", at)
+    path.write_text(text[:comma + 1] + " " + text[comma + 1:], encoding="utf-8")
+    code, _, err = run(capsys, "build", "--content", str(project / "content"), "--output", str(project / "b"), "--no-cache")
+    assert code == 0, err
+    for page in (project / "a").rglob("*"):
+        if page.is_file():
+            assert page.read_bytes() == (project / "b" / page.relative_to(project / "a")).read_bytes(), page

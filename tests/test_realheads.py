@@ -332,10 +332,10 @@ def test_a_file_the_kept_ones_make_room_for_is_decoded_after_they_go(tmp_path, m
     for path in paths:
         load_cache_arrays(path)
     assert held == [0, 0, 1]  # the second large file displaced the first before it was read
-    assert [len(seen) for seen, _ in cachefile._LOADED] == [paths[1].stat().st_size, small]
+    assert [len(seen) for seen, *_ in cachefile._LOADED] == [paths[1].stat().st_size, small]
     monkeypatch.setattr(cachefile, "_LOADED_BYTES", 1)
     load_cache_arrays(paths[0])
-    assert [len(seen) for seen, _ in cachefile._LOADED] == [big]
+    assert [len(seen) for seen, *_ in cachefile._LOADED] == [big]
 
 
 def test_cache_arrays_from_any_layout_and_the_same_errors_as_json(tiny_model, tiny_dir, tmp_path):

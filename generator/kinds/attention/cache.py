@@ -50,14 +50,14 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
 from generator.models.bert import BertModel
-from generator.kinds.attention.permille import per_mille_arrays
+from generator.kinds.attention.permille import PendingPerMille, per_mille_arrays
 from generator.kinds.attention.realheads import PER_MILLE, largest_remainder, word_attention
 from generator.kinds import BuildError, ContentError, Diagnostic, display_path, regular_problem
 from generator.kinds.helpers import EncodedArray
@@ -267,7 +267,7 @@ def _check_entry(entry, checked: bool = False) -> tuple[list[str], np.ndarray | 
     return [], weights
 
 
-def _decode_saved(text: str) -> Cache | None:
+def _decode_saved(text: str, fallback: Callable[[str, str], np.ndarray] | None = None) -> Cache | None:
     """The cache in ``text`` when it is laid out exactly as :func:`save_cache` writes it, with each
     entry's attention as a read-only int16 array whose rows are known to sum to 1000; None for
     anything else (then :mod:`json` decodes it and reports what is wrong). Instead of :mod:`json`'s
@@ -275,7 +275,8 @@ def _decode_saved(text: str) -> Cache | None:
     of every entry are read at once by NumPy straight from the text's bytes
     (:func:`.permille.per_mille_arrays`), after checking that the brackets around them are
     exactly those of a [layers][heads][n][n] array. What it saves of a build: ``docs/benchmarks.md``, "Stand-ins for
-    a library"."""
+    a library". With ``fallback`` (checkpoint, sentence -> the array read the careful way), each
+    attention is left a :class:`.permille.PendingPerMille`, decoded when used."""
     stops = []  # where each line ends (lines are found, not split: str.split copied 560 KB slowly)
     at = text.find("\n")
     while at >= 0:
@@ -296,6 +297,7 @@ def _decode_saved(text: str) -> Cache | None:
     entries: dict[str, dict] = {}
     texts: list[str] = []  # each entry's attention, in the order of ``found``
     found: list[dict] = []
+    keys: list[tuple[str, str]] = []  # (checkpoint, sentence) of each
     i = 2
     try:
         while not is_line(i, "},"):
@@ -314,6 +316,7 @@ def _decode_saved(text: str) -> Cache | None:
                     return None
                 texts.append(split[0])
                 found.append(split[1])
+                keys.append((sha, sentence))
                 by_sentence[sentence] = split[1]
                 i += 1
                 if last:
@@ -329,6 +332,11 @@ def _decode_saved(text: str) -> Cache | None:
         return None
     if not isinstance(rest, dict) or "entries" in rest:
         return None
+    if fallback is not None:
+        for entry, attention_text, (sha, sentence) in zip(found, texts, keys):
+            entry["attention"] = PendingPerMille(attention_text, len(entry["words"]),
+                                                 lambda sha=sha, sentence=sentence: fallback(sha, sentence))
+        return {"entries": entries, **rest}
     arrays = per_mille_arrays(texts, [len(entry["words"]) for entry in found])
     if arrays is None:
         return None
@@ -386,41 +394,50 @@ def _read(path: Path) -> bytes | None:
 # in memory with its text and arrays, and a build worker reads each lab's file once, for its own
 # compute — eight kept were 75 MB of each worker's memory. The newest is always kept; the ones it
 # displaces go before it is decoded, not after (a worker then never holds two labs' files at once).
-_LOADED: list[tuple[bytes, Cache]] = []
+_LOADED: list[tuple[bytes, bool, Cache]] = []  # (bytes, whether its numbers are decoded when used, cache)
 _LOADED_BYTES = 4 << 20  # of the files' bytes
 
 
-def load_cache_arrays(path: Path) -> Cache:
+def load_cache_arrays(path: Path, lazy: bool = False) -> Cache:
     """:func:`load_cache`, with each entry's ``attention`` as a read-only int16 NumPy array
     ``[layers, heads, n, n]`` (per mille). Read once per distinct file content and shared:
-    callers must not modify what it returns. Raises as :func:`load_cache`."""
+    callers must not modify what it returns. Raises as :func:`load_cache`.
+
+    ``lazy``: a file in :func:`save_cache`'s layout is checked as a whole except for its numbers,
+    each entry's are a :class:`.permille.PendingPerMille`, decoded and checked when used, and
+    entries are not checked against each other for the same layers and heads: for a build that
+    reads a stored report, whose key holds those numbers' text (:mod:`.headreport`); any other
+    use of every entry's numbers calls this without ``lazy``. A cache read without ``lazy`` serves
+    a later call with it."""
     path = Path(path)
     raw = _read(path)
     if raw is None:
         return empty_cache()
-    cached = next((cache for seen, cache in _LOADED if seen == raw), None)
+    cached = next((cache for seen, pending, cache in _LOADED if seen == raw and (lazy or not pending)), None)
     if cached is None:
-        while _LOADED and sum(len(seen) for seen, _ in _LOADED) + len(raw) > _LOADED_BYTES:
+        _LOADED[:] = [kept for kept in _LOADED if kept[0] != raw]  # a lazy read of it, replaced
+        while _LOADED and sum(len(kept[0]) for kept in _LOADED) + len(raw) > _LOADED_BYTES:
             _LOADED.pop(0)
-        data, arrays = _parse(path, raw, fast=True)
+        data, arrays = _parse(path, raw, fast=True, lazy=lazy)
         cached = {**data, "entries": {sha: {sentence: {**entry, "attention": arrays[sha, sentence]}
                                             for sentence, entry in by_sentence.items()}
                                       for sha, by_sentence in data["entries"].items()}}
-        _LOADED.append((raw, cached))
+        _LOADED.append((raw, lazy, cached))
     return cached
 
 
-def _parse(path: Path, raw: bytes, fast: bool = False) -> tuple[Cache, dict[tuple[str, str], np.ndarray]]:
+def _parse(path: Path, raw: bytes, fast: bool = False, lazy: bool = False) -> tuple[Cache, dict[tuple[str, str], np.ndarray]]:
     """Decode and validate a cache file's bytes: the cache, and each entry's attention array.
     With ``fast``, a file in exactly :func:`save_cache`'s layout is decoded by :func:`_decode_saved`
-    (its entries' attention already arrays); any other file by :mod:`json`."""
+    (its entries' attention already arrays, or with ``lazy`` pending); any other file by :mod:`json`."""
     shown = display_path(path)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ContentError([Diagnostic(shown, 1, 1, f"cache is not valid UTF-8 (byte offset {exc.start})")]) from None
     try:
-        data = _decode_saved(text) if fast else None
+        careful = (lambda sha, sentence: _parse(path, raw, fast=True)[1][sha, sentence]) if lazy else None
+        data = _decode_saved(text, careful) if fast else None
     except (ValueError, RecursionError):  # read again below, to say where
         data = None
     checked = data is not None
@@ -482,6 +499,8 @@ def _parse(path: Path, raw: bytes, fast: bool = False) -> tuple[Cache, dict[tupl
             if attention is None:
                 continue
             arrays[sha, sentence] = attention
+            if isinstance(attention, PendingPerMille):
+                continue
             layers_heads = attention.shape[:2]
             if expected is None:
                 expected = (layers_heads, sentence)

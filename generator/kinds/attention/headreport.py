@@ -12,8 +12,9 @@ on nothing else than:
 
 ``labs heads`` stores both in the real-heads file under a ``key`` that is a digest of all that and
 of the stored numbers themselves (``"report": {"key": …, "finder": …, "learned": …}``, one line).
-A build computes the digest of what it has (the entries it decoded anyway; about 2 ms) and reads
-the report when the keys are equal. Otherwise (a sentence, tag or relation edited since, other
+A build computes the digest of what it has (the entries' words and the text of their numbers, about
+2 ms) and reads the report when the keys are equal; it then decodes the numbers of the spotlight's
+sentences only. Otherwise (a sentence, tag or relation edited since, other
 code, another checkpoint by ``--model``, a report edited by hand or damaged) it computes both as
 before, so a build never shows a report of other inputs.
 
@@ -36,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from generator.kinds.attention.headfinder import Aligned, find_heads, learned_matches, model_sentences
+from generator.kinds.attention.permille import per_mille_json
 
 FORMAT = "attention-labs/head-report/1"
 # The modules whose code makes the report (relative to the generator package); an edit to any of
@@ -78,9 +80,9 @@ def inputs_digest(sha: str, sentences: Sequence[Any], shown: Sequence[str], rela
         if entry is None:
             put(None)
             continue
-        attention = np.ascontiguousarray(entry["attention"], dtype="<i2")
-        put([list(entry["words"]), np.asarray(entry["special"], dtype=bool).tolist(), list(attention.shape)])
-        digest.update(attention.tobytes())
+        put([list(entry["words"]), np.asarray(entry["special"], dtype=bool).tolist()])
+        text = per_mille_json(entry["attention"]).encode()  # its text: the numbers need not be decoded
+        digest.update(len(text).to_bytes(8, "little") + text)
     return digest.digest()
 
 
@@ -123,13 +125,13 @@ def compute(spec: Any, widget: Any, entries: Mapping[str, Mapping]) -> tuple[Any
     return find_heads(spec, widget, entries, aligned), learned_matches(widget, spec.finder_sentences, entries, aligned)
 
 
-def finder_and_learned(spec: Any, widget: Any, sha: str, entries: Mapping[str, Mapping], cache: Mapping) -> tuple[Any, Any]:
-    """A lab's head finder report and learned-head matches (``spec``: its ModelSpec; ``entries``:
-    each sentence's real-heads entry by id, under checkpoint ``sha``): the ones ``cache`` stores
-    when its key matches, else computed. No note when computed: the numbers are the same either
-    way, and one lab pays about 18 ms for them."""
-    found = stored(cache, inputs_for(spec, widget, sha, entries))
-    return found if found is not None else compute(spec, widget, entries)
+def stored_report(spec: Any, widget: Any, sha: str, entries: Mapping[str, Mapping], cache: Mapping) -> tuple[Any, Any] | None:
+    """A lab's head finder report and learned-head matches as ``cache`` stores them, when its key
+    is that of these inputs (``spec``: its ModelSpec; ``entries``: each sentence's real-heads entry
+    by id, under checkpoint ``sha``; their numbers' text is what is digested, so they need not be
+    decoded); else None, and the caller computes them (:func:`compute`, about 16 ms for a lab of
+    lab 07's size). No note when computed: the numbers are the same either way."""
+    return stored(cache, inputs_for(spec, widget, sha, entries))
 
 
 def report_of(spec: Any, widget: Any, sha: str, entries: Mapping[str, Mapping]) -> dict[str, Any]:

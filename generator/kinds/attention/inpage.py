@@ -191,7 +191,7 @@ def accuracy(spec, widget, sha: str, entries: Mapping[str, Mapping] | None = Non
     bundle = bundle_of(spec)
     if bundle.meta["checkpoint"]["sha256"] != sha:
         return None, []
-    cache = cachefile.load_cache_arrays(spec.cache)
+    cache = cachefile.load_cache_arrays(spec.cache, lazy=True)  # the build's own entries: numbers decoded when used
     texts = lab_texts(spec, widget)
     if entries is None:
         entries = {text: entry for text in texts if (entry := cachefile.cache_lookup(cache, sha, text)) is not None}

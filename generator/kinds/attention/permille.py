@@ -6,9 +6,13 @@ turned into int16 arrays by NumPy operations on its bytes instead of :mod:`json`
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+
 import numpy as np
 
 from generator.kinds.attention.realheads import PER_MILLE
+from generator.kinds.helpers import EncodedArray
 
 
 BATCH_BYTES = 512 << 10  # texts read together: a lab's file (3 MB) at once would hold ten times that in temporaries
@@ -129,3 +133,47 @@ def _skeleton_shape(marks: bytes, start: int, stop: int, n: int) -> tuple[int, i
     if left or left2 or layers < 1 or heads < 1:
         return None
     return layers, heads, n, n
+
+
+class PendingPerMille:
+    """A cache entry's attention still as the file's text (``json``, for an entry of ``n`` words),
+    decoded by :func:`per_mille_arrays` the first time it is used as an array (``np.asarray``,
+    ``.shape``, :meth:`decoded`). A build that reads a stored head finder report needs the numbers
+    of the spotlight's sentences only, and the text of the others for the report's key (lab 07: 8
+    of 69 sentences decoded). When the text is not what :func:`per_mille_arrays` reads,
+    ``fallback`` gives the array: it reads the whole file the careful way, and raises the file's
+    error at its line."""
+
+    __slots__ = ("json", "_n", "_fallback", "_array")
+
+    def __init__(self, text: str, n: int, fallback: Callable[[], np.ndarray]):
+        self.json, self._n, self._fallback, self._array = text, n, fallback, None
+
+    def decoded(self) -> np.ndarray:
+        if self._array is None:
+            arrays = per_mille_arrays([self.json], [self._n])
+            self._array = EncodedArray.of(arrays[0], self.json) if arrays is not None else self._fallback()
+        return self._array
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        array = self.decoded()
+        return array if dtype is None else array.astype(dtype)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.decoded().shape
+
+    def __reduce__(self):  # pickled as the plain array it holds
+        return np.asarray(self.decoded()).__reduce__()
+
+
+def decoded(attention) -> np.ndarray:
+    """An entry's attention as an array: ``attention`` itself, or a :class:`PendingPerMille` decoded."""
+    return attention.decoded() if isinstance(attention, PendingPerMille) else attention
+
+
+def per_mille_json(attention) -> str:
+    """An entry's attention as the JSON text ``json.dumps(a.tolist(), separators=(",", ":"))``:
+    the text it was read from when it carries one, else written now."""
+    text = getattr(attention, "json", None)
+    return text if isinstance(text, str) else json.dumps(np.asarray(attention).tolist(), separators=(",", ":"))

@@ -44,6 +44,7 @@ from generator.kinds import BuildError, ContentError, Diagnostic, Reader, did_yo
 from generator.kinds.attention import teaching
 from generator.kinds.attention import headreport
 from generator.kinds.attention.headfinder import model_sentences, sentence_text
+from generator.kinds.attention.permille import decoded
 from generator.kinds.attention.reading import read_word
 
 _RELATION_TYPE = re.compile(r"[A-Za-z][\w -]*")  # one character class after a literal: linear time
@@ -257,7 +258,9 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
     """
     from generator.kinds.attention import cache as cachefile
 
-    cache = cachefile.load_cache_arrays(spec.cache)  # attention as int16 arrays, read once per file content
+    # Attention as int16 arrays, read once per file content; decoded when used (a stored report's
+    # key holds their text), checked as a whole when the report must be computed (below).
+    cache = cachefile.load_cache_arrays(spec.cache, lazy=True)
     folder = model_dir or (spec.checkpoint if spec.checkpoint and spec.checkpoint.is_dir() else None)
     notes: list[str] = []
     model = None
@@ -275,11 +278,13 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
     sentences: dict[str, Any] = {}
     problems: list[Diagnostic] = []
     entries: dict[str, dict] = {}
-    shown = {s.id for s in model_sentences(widget)}
+    cached: dict[str, str] = {}  # sentence id -> its text, for the entries read from the cache
     for s in [*model_sentences(widget), *spec.finder_sentences]:
         text = sentence_text(s)
         entry = cachefile.cache_lookup(cache, sha, text)
-        if entry is None and folder is not None:
+        if entry is not None:
+            cached[s.id] = text
+        elif folder is not None:
             if model is None:
                 from generator.models.bert import load_model
 
@@ -296,11 +301,19 @@ def compute_real(spec: ModelSpec, widget, model_dir: Path | None) -> tuple[dict,
             problems.append(Diagnostic(path, line, col, f"sentence {text!r} {why} ({spec.cache_shown}); {CHECKPOINT_HELP}"))
             continue
         entries[s.id] = entry
-        if s.id in shown:  # finder-only sentences are scored at build, not shown
-            sentences[s.id] = {"words": entry["words"], "special": entry["special"], "attention": entry["attention"]}
     if problems:
         raise ContentError(problems)
-    finder, learned = headreport.finder_and_learned(spec, widget, sha, entries, cache)
+    found = headreport.stored_report(spec, widget, sha, entries, cache)
+    if found is None:  # computed from every sentence's numbers: the file read and checked as a whole
+        whole = cachefile.load_cache_arrays(spec.cache)
+        entries = {sid: cachefile.cache_lookup(whole, sha, cached[sid]) if sid in cached else entry
+                   for sid, entry in entries.items()}
+        found = headreport.compute(spec, widget, entries)
+    finder, learned = found
+    for s in model_sentences(widget):  # finder-only sentences are scored at build, not shown
+        if s.id in entries:
+            entry = entries[s.id]
+            sentences[s.id] = {"words": entry["words"], "special": entry["special"], "attention": decoded(entry["attention"])}
     first = next((entries[sid] for sid in sentences), None)
     layers, heads = first["attention"].shape[:2] if first else (0, 0)
     by_text = {sentence_text(s): entries[s.id] for s in [*model_sentences(widget), *spec.finder_sentences]}
