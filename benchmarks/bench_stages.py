@@ -73,7 +73,7 @@ def _without_simple_markdown() -> None:
 def _without_cache_decoder() -> None:
     from generator.kinds.attention import cache
 
-    cache._decode_saved = lambda text: None
+    cache._decode_saved = lambda text, fallback=None: None
 
 
 def _without_encoded_array() -> None:
@@ -161,7 +161,8 @@ def stages(content: Path, out: Path, parts: bool = True) -> tuple[Counter, int, 
 
 def _computing_parts(book: Counter, timed, lab) -> None:
     """The attention kind's computing, part by part, as ``AttentionKind.compute`` calls them."""
-    from generator.kinds.attention import cache as cachefile, inpage
+    from generator.kinds.attention import cache as cachefile, headreport, inpage
+    from generator.kinds.attention.permille import decoded
     from generator.kinds.attention.pattern import shuffles
     from generator.kinds.attention.headfinder import Aligned, find_heads, learned_matches, model_sentences, sentence_text
     from generator.kinds.attention.widget import check_claims, compute_widget
@@ -170,14 +171,20 @@ def _computing_parts(book: Counter, timed, lab) -> None:
     payload = timed(book, "computing: spotlight payload", compute_widget, widget)
     timed(book, "computing: shuffles", shuffles, widget)
     timed(book, "computing: claims", check_claims, widget, payload)
-    cachefile._LOADED.clear()  # read as a build reads it: once per lab
-    cache = timed(book, "computing: real-heads file (read, check)", cachefile.load_cache_arrays, model.cache)
+    cachefile._LOADED.clear()  # read as a build reads it: once per lab, its numbers decoded when used
+    cache = timed(book, "computing: real-heads file (read, check)", cachefile.load_cache_arrays, model.cache, True)
     (sha,) = cache["entries"]
     sentences = [*model_sentences(widget), *model.finder_sentences]
     entries = {s.id: cachefile.cache_lookup(cache, sha, sentence_text(s)) for s in sentences}
-    aligned = Aligned(sentences, entries)
-    timed(book, "computing: head finder", find_heads, model, widget, entries, aligned)
-    timed(book, "computing: learned-head matching", learned_matches, widget, model.finder_sentences, entries, aligned)
+    found = timed(book, "computing: the stored report's key", headreport.stored_report, model, widget, sha, entries, cache)
+    if found is None:
+        raise SystemExit(f"{lab.slug}: no stored head finder report under this code's key (bench_build makes them)")
+    timed(book, "computing: the shown sentences decoded", lambda: [decoded(entries[s.id]["attention"]) for s in model_sentences(widget)])
+    whole = {s.id: {**e, "attention": decoded(e["attention"])} for s, e in zip(sentences, entries.values())}
+    aligned = Aligned(sentences, whole)  # what a build without the stored report computes (not in compute_lab)
+    timed(book, "computing: head finder (without a stored report)", find_heads, model, widget, whole, aligned)
+    timed(book, "computing: learned-head matching (without a stored report)", learned_matches, widget, model.finder_sentences,
+          whole, aligned)
     if model.bundle is not None:  # read from the cache's drift section: no sentence runs through the 8-bit model
         by_text = {sentence_text(s): entries[s.id] for s in sentences}
         timed(book, "computing: the 8-bit model's figure", inpage.accuracy, model, widget, sha, by_text)
