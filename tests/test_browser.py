@@ -1142,6 +1142,35 @@ def test_find_in_page_brings_every_part_in(page, shipped):
     expect(page.locator("#faq details")).to_have_count(5)
 
 
+def test_a_script_that_comes_after_its_part_leaves_the_view_where_it_was(page, shipped):
+    """Find in page, print, Tab or a link bring the quiz in at once, before its script has come;
+    the script, arriving while the reader reads the FAQ below, makes the quiz taller (its buttons,
+    its score): the FAQ stays where it is on screen. The browser's scroll anchoring would not hold
+    it: it holds the quiz's section, at the top of the view, whose top does not move."""
+    held = []
+    page.route("**/assets/later/quiz.*.js", lambda route: held.append(route))
+    page.set_viewport_size({"width": 1280, "height": 800})
+    open_lab(page, shipped, "http")
+    page.evaluate("Labs.later.all()")
+    expect(page.locator(LATER)).to_have_count(0)
+    for _ in range(100):  # the quiz's script asked for, and held
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the quiz's script was never asked for"
+    title = "Math.round(document.getElementById('faq-title').getBoundingClientRect().top)"
+    page.evaluate(f"scrollBy(0, {title} - 200)")
+    assert page.evaluate(title) == 200
+    assert page.evaluate("document.getElementById('quick-check').getBoundingClientRect().bottom") > 0  # at the top of the view
+    expect(page.locator("#quiz-score")).to_be_hidden()  # the script has not run
+    grown = "document.getElementById('quiz').offsetHeight"
+    before = page.evaluate(grown)
+    held[0].continue_()
+    expect(page.locator("#quiz-score")).to_be_visible()
+    assert page.evaluate(grown) - before > 50  # the script did make the quiz taller above the view
+    assert page.evaluate(title) == 200
+
+
 def test_printing_brings_every_part_in_with_the_answers_open(page, shipped):
     open_lab(page, shipped, "http")
     page.evaluate("""addEventListener("beforeprint", () => {  // runs after the page's own listener

@@ -12,23 +12,34 @@
   const waiting = u.all("noscript[data-later]"), wanted = [];
   const before = (a, b) => !!(a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING);
 
+  /** Runs `change` (which makes `box` grow or shrink) so that what is on screen stays where it is:
+      a box that starts above the view grows upwards. The browser's own scroll anchoring would
+      not do it: it holds still what is at the top of the view, and that may be the placeholder,
+      or the section around the box, whose top does not move as the box grows. */
+  function keep(box, change) {
+    const above = box.getBoundingClientRect().top < 0, height = root.scrollHeight;
+    root.style.overflowAnchor = "none";
+    try {
+      change();
+      if (above) scrollBy(0, root.scrollHeight - height);
+    } finally {
+      root.style.overflowAnchor = "";
+    }
+  }
+
   function show(part) {
     const at = waiting.indexOf(part);
     if (at < 0) return;
     waiting.splice(at, 1);
     load(part);
     const box = part.parentNode, t = document.createElement("template");
-    const above = box.getBoundingClientRect().top < 0, height = root.scrollHeight;
     t.innerHTML = part.textContent;
-    // What is on screen stays where it is: a part that starts above the view grows upwards (the
-    // browser's own scroll anchoring would hold the placeholder, or the section around it, still).
-    root.style.overflowAnchor = "none";
-    part.replaceWith(t.content);
-    box.classList.remove("is-later");
-    u.fileLinks(box);
-    found();
-    if (above) scrollBy(0, root.scrollHeight - height);
-    root.style.overflowAnchor = "";
+    keep(box, () => {
+      part.replaceWith(t.content);
+      box.classList.remove("is-later");
+      u.fileLinks(box);
+      found();
+    });
     if (near && !waiting.some(p => p.parentNode === box)) near.unobserve(box);
     requestAnimationFrame(() => u.focusableScrollers(box));
   }
@@ -46,7 +57,10 @@
   }
   function when(id, fn) {
     wanted.push([id, fn]);
-    found();
+    // A part's script that runs once its part is in (it was shown before the script came: by
+    // print, find in page, Tab, a link) changes the part's height as the view stands: kept.
+    const el = document.getElementById(id);
+    if (el) keep(el, found);
   }
 
   let moves = 0; // the learner's own: keys, pointer, wheel
