@@ -131,6 +131,8 @@ def stored_report(spec: Any, widget: Any, sha: str, entries: Mapping[str, Mappin
     by id, under checkpoint ``sha``; their numbers' text is what is digested, so they need not be
     decoded); else None, and the caller computes them (:func:`compute`, about 16 ms for a lab of
     lab 07's size). No note when computed: the numbers are the same either way."""
+    if not isinstance(cache.get("report"), dict):  # none stored: its key is not worked out
+        return None
     return stored(cache, inputs_for(spec, widget, sha, entries))
 
 
