@@ -41,8 +41,7 @@ from typing import Any
 import numpy as np
 
 from generator.kinds import BuildError, ContentError, Diagnostic, Reader, did_you_mean, display_path, pickled_as_call
-from generator.kinds.attention import teaching
-from generator.kinds.attention import headreport
+from generator.kinds.attention import headreport, teaching
 from generator.kinds.attention.headfinder import model_sentences, sentence_text
 from generator.kinds.attention.permille import decoded
 from generator.kinds.attention.reading import read_word
@@ -79,7 +78,6 @@ def parse_relation(text: str) -> tuple[str, str, str] | None:
     else:
         return None
     return query, key, kind
-
 
 
 @pickled_as_call
