@@ -51,7 +51,6 @@ def align_words(teaching_words: tuple[str, ...], model_words: list[str], special
     return out
 
 
-
 class Aligned(dict):
     """Sentence id -> :func:`align_words` of its words with the model's, for the sentences with an entry;
     worked out once for the finder and the learned matches."""
